@@ -1,0 +1,40 @@
+#!/bin/sh
+# Configure a freshly built VM root ($1): network, ssh access for the lab key, quiet timers.
+# Runs on the build host (vmdb2 shell step); ARCOPS_VM_PUBKEY is the lab's public key.
+set -eu
+root=$1
+
+# DHCP on whatever the virtio NIC is called.
+mkdir -p "$root/etc/systemd/network"
+cat >"$root/etc/systemd/network/10-dhcp.network" <<'NET'
+[Match]
+Name=en* eth*
+
+[Network]
+DHCP=yes
+NET
+chroot "$root" systemctl enable systemd-networkd.service
+
+# root logs in with the lab key only.
+install -d -m 0700 "$root/root/.ssh"
+install -m 0600 "$ARCOPS_VM_PUBKEY" "$root/root/.ssh/authorized_keys"
+echo 'PasswordAuthentication no' >"$root/etc/ssh/sshd_config.d/10-arcops-lab.conf"
+
+# Timers that would run apt behind the tests' back, and slow boots under emulation.
+chroot "$root" systemctl mask apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer
+
+# Kernel installs inside the VM: only the modules this VM needs in the initrd (3 min, not 8).
+echo 'MODULES=dep' >"$root/etc/initramfs-tools/conf.d/10-arcops-lab.conf"
+
+# Every clone gets its own identity: new host keys and machine-id on first boot.
+rm -f "$root"/etc/ssh/ssh_host_*
+mkdir -p "$root/etc/systemd/system/ssh.service.d"
+cat >"$root/etc/systemd/system/ssh.service.d/10-hostkeys.conf" <<'UNIT'
+[Service]
+ExecStartPre=
+ExecStartPre=/usr/bin/ssh-keygen -A
+ExecStartPre=/usr/sbin/sshd -t
+UNIT
+: >"$root/etc/machine-id"
+rm -f "$root/var/lib/dbus/machine-id"
+echo arcops-vm >"$root/etc/hostname"

@@ -1,0 +1,26 @@
+# Shared shell helpers for the scripts in this folder. Source it; don't run it.
+# shellcheck shell=bash
+
+ARCOPS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# Everything slow to rebuild (debootstrap trees, VM images) is cached here, outside the clone,
+# so a second run or a fresh clone on the same machine reuses it.
+ARCOPS_CACHE=${ARCOPS_CACHE:-/var/cache/arcops}
+ARCOPS_VENV=${ARCOPS_VENV:-$ARCOPS_ROOT/.venv}
+export ARCOPS_ROOT ARCOPS_CACHE ARCOPS_VENV
+
+log() { printf '\033[1m[arcops]\033[0m %s\n' "$*" >&2; }
+die() { printf '\033[1;31m[arcops] error:\033[0m %s\n' "$*" >&2; exit 1; }
+
+require_root() {
+  [ "$(id -u)" -eq 0 ] || die "run this as root (it installs packages and starts containers/VMs)"
+}
+
+# Put the project venv first on PATH so ansible, molecule and the arcops CLI are the pinned ones.
+use_venv() {
+  [ -x "$ARCOPS_VENV/bin/python" ] || die "no venv at $ARCOPS_VENV: run scripts/bootstrap first"
+  export PATH="$ARCOPS_VENV/bin:$PATH"
+  export ANSIBLE_CONFIG="$ARCOPS_ROOT/ansible.cfg"
+}
+
+# Content hash of files, used to tag cached artefacts so an edited recipe rebuilds them.
+recipe_hash() { cat "$@" | sha256sum | cut -c1-12; }
