@@ -15,7 +15,7 @@ ANSIBLE = shutil.which("ansible", path=str(Path(sys.executable).parent)) or shut
 
 
 @pytest.mark.skipif(ANSIBLE is None, reason="ansible is not installed (scripts/bootstrap installs it)")
-def test_gpu_facts_module_runs_through_ansiballz(dual_b60):
+def test_facts_module_runs_through_ansiballz(dual_b60):
     env = dict(
         os.environ,
         ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
@@ -30,7 +30,7 @@ def test_gpu_facts_module_runs_through_ansiballz(dual_b60):
         "-c",
         "local",
         "-m",
-        "arcops_gpu_facts",
+        "arcops_facts",
         "-a",
         f"root={dual_b60}",
         "-e",
@@ -39,5 +39,7 @@ def test_gpu_facts_module_runs_through_ansiballz(dual_b60):
     result = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, check=True)
     task = json.loads(result.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
     assert task["changed"] is False
-    assert task["ansible_facts"]["arcops_hardware_simulated"] is True
-    assert [g["model"] for g in task["ansible_facts"]["arcops_gpus"]] == ["Arc Pro B60", "Arc Pro B60"]
+    facts = task["ansible_facts"]["arcops"]
+    assert facts["simulated"] is True
+    assert [g["model"] for g in facts["gpus"]] == ["Arc Pro B60", "Arc Pro B60"]
+    assert [g["guc_loaded"] for g in facts["gpus"]] == ["70.60.0", "70.60.0"]

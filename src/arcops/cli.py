@@ -5,32 +5,119 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import __version__, gpus
+from . import __version__, facts, firmware, journal
 from .report import print_json, print_table
 from .sysroot import SysRoot
 
+GPU_COLUMNS = [
+    "address",
+    "device_id",
+    "model",
+    "driver",
+    "render",
+    "numa_node",
+    "bar2_mib",
+    "slot_link",
+    "guc_loaded",
+]
+
+
+def _link_text(link: dict | None) -> str | None:
+    if not link or link.get("width") is None:
+        return None
+    text = f"{link['speed_gts']:g}GT/s x{link['width']}"
+    return text + (f" (max {link['max_speed_gts']:g}GT/s x{link['max_width']})" if link["downgraded"] else "")
+
+
+def _simulated_banner(data: dict) -> None:
+    if data["simulated"]:
+        print(f"SIMULATED hardware view from {data['root']}")
+
+
+def _cmd_facts(args: argparse.Namespace) -> int:
+    data = facts.collect(SysRoot(args.root), args.disk)
+    if args.json:
+        print_json(data)
+        return 0
+    _simulated_banner(data)
+    print_table([{"fact": k, "value": v} for k, v in data["host"].items()], ["fact", "value"])
+    print()
+    rows = [{**g, "slot_link": _link_text(g["link"])} for g in data["gpus"]]
+    print_table(rows, GPU_COLUMNS)
+    print(f"\ndisplay GPU: {data['display_gpu'] or 'none of these (or no display)'}")
+    for path, gib in data["free_gib"].items():
+        print(f"free for {path}: {gib} GiB")
+    return 0
+
 
 def _cmd_gpus(args: argparse.Namespace) -> int:
-    sysroot = SysRoot(args.root)
-    found = [g.as_dict() for g in gpus.scan(sysroot)]
+    data = facts.collect(SysRoot(args.root))
     if args.json:
-        print_json({"root": str(sysroot.root), "simulated": sysroot.simulated, "gpus": found})
+        print_json({k: data[k] for k in ("root", "simulated", "gpus", "display_gpu")})
+        return 0
+    _simulated_banner(data)
+    print_table([{**g, "slot_link": _link_text(g["link"])} for g in data["gpus"]], GPU_COLUMNS)
+    return 0
+
+
+def _cmd_firmware_version(args: argparse.Namespace) -> int:
+    try:
+        found = firmware.blob_version(args.path)
+    except firmware.FirmwareError as e:
+        print(f"arcops: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print_json(found.as_dict())
     else:
-        if sysroot.simulated:
-            print(f"SIMULATED hardware view from {sysroot.root}")
-        print_table(found, ["address", "device_id", "model", "driver", "card", "render", "numa_node"])
+        print(found.version)
+    return 0
+
+
+def _cmd_guc_loaded(args: argparse.Namespace) -> int:
+    """GuC versions the driver loaded, from a kernel log file or this boot's journal."""
+    if args.journal_file:
+        with open(args.journal_file, encoding="utf-8", errors="replace") as f:
+            loads = firmware.loaded_from_journal(f)
+    else:
+        loads = firmware.loaded_from_journal(journal.kernel_lines())
+    rows = [vars(fw) for fw in loads.values()]
+    if args.json:
+        print_json(rows)
+    else:
+        print_table(rows, ["address", "gt", "kind", "file", "version"])
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="arcops", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="arcops", description="Facts and checks for Intel Arc inference boxes."
+    )
     parser.add_argument("--version", action="version", version=f"arcops {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("gpus", help="list Intel GPUs (PCI functions of display class) and their drivers")
-    p.add_argument("--root", default="/", help="filesystem root to read sysfs under (fixture trees)")
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    def with_root(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument(
+            "--root", default="/", help="filesystem root to read sysfs/procfs under (fixture trees)"
+        )
+        p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+        return p
+
+    p = with_root(sub.add_parser("facts", help="host, GPUs, PCIe links, loaded GuC, free disk"))
+    p.add_argument("--disk", action="append", default=[], metavar="PATH", help="report free space for PATH")
+    p.set_defaults(func=_cmd_facts)
+
+    p = with_root(sub.add_parser("gpus", help="Intel GPUs, their drivers, slot links and loaded GuC"))
     p.set_defaults(func=_cmd_gpus)
+
+    p = sub.add_parser("firmware-version", help="version in a GuC/HuC blob's header (.bin or .bin.zst)")
+    p.add_argument("path")
+    p.add_argument("--json", action="store_true", help="print JSON (layout, major, minor, patch, build)")
+    p.set_defaults(func=_cmd_firmware_version)
+
+    p = sub.add_parser("guc-loaded", help="GuC/HuC versions the xe driver logged loading (kernel journal)")
+    p.add_argument("--journal-file", metavar="FILE", help="read these kernel log lines instead of journalctl")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=_cmd_guc_loaded)
     return parser
 
 

@@ -154,3 +154,24 @@ def guc_info_version(sysroot: SysRoot, dri: str | int, gt: int = 0) -> str | Non
     text = sysroot.read(f"/sys/kernel/debug/dri/{dri}/gt{gt}/uc/guc_info")
     m = _GUC_INFO_RE.search(text or "")
     return m["found"] if m else None
+
+
+def debugfs_dri(sysroot: SysRoot, address: str) -> str | None:
+    """The debugfs dri directory of a PCI device: named by address (newer kernels) or by minor."""
+    if sysroot.path(f"/sys/kernel/debug/dri/{address}").is_dir():
+        return address
+    for entry in sysroot.listdir("/sys/kernel/debug/dri"):
+        name = sysroot.read(f"/sys/kernel/debug/dri/{entry}/name") or ""
+        if f"dev={address}" in name.split():
+            return entry
+    return None
+
+
+def guc_loaded(sysroot: SysRoot, address: str, journal: dict[tuple[str, str], LoadedFirmware] | None = None):
+    """(version, source) of the GuC the driver loaded for a GPU: debugfs first, then the journal."""
+    dri = debugfs_dri(sysroot, address)
+    version = guc_info_version(sysroot, dri) if dri is not None else None
+    if version:
+        return version, "debugfs"
+    fw = (journal or {}).get((address, "GuC"))
+    return (fw.version, "journal") if fw else (None, None)

@@ -1,14 +1,15 @@
-"""Find every Intel display/compute PCI function and what drives it, from sysfs."""
+"""Find every Intel display/compute PCI function, what drives it and how it is attached."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
 from .pci_ids import INTEL_VENDOR, model_name
+from .pcie import PCI_DEVICES, read_link, slot_address
 from .sysroot import SysRoot
 
-PCI_DEVICES = "/sys/bus/pci/devices"
 DISPLAY_CLASS_PREFIX = "0x03"  # PCI base class 03: VGA, 3D and other display controllers
+MIB = 1024 * 1024
 
 
 @dataclass
@@ -19,8 +20,11 @@ class Gpu:
     driver: str | None
     card: str | None = None
     render: str | None = None
+    by_path: list[str] = field(default_factory=list)
     numa_node: int | None = None
-    drm_nodes: list[str] = field(default_factory=list)
+    boot_vga: bool = False  # the firmware's display device: drives the console
+    bar2_mib: int | None = None  # the VRAM aperture; small (256 MiB) means resizable BAR is off
+    link: dict | None = None  # the slot's PCIe link (see pcie.py)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -30,11 +34,25 @@ def _drm_node(nodes: list[str], prefix: str) -> str | None:
     return next((f"/dev/dri/{n}" for n in nodes if n.startswith(prefix)), None)
 
 
+def _bar_mib(resource: str | None, index: int) -> int | None:
+    """Size of BAR `index` from sysfs 'resource' lines ('start end flags', hex)."""
+    lines = (resource or "").splitlines()
+    if index >= len(lines):
+        return None
+    start, end, _ = (int(v, 16) for v in lines[index].split())
+    return (end - start + 1) // MIB if end > start else None
+
+
 def read_gpu(sysroot: SysRoot, address: str) -> Gpu:
     base = f"{PCI_DEVICES}/{address}"
     device_id = (sysroot.read(f"{base}/device") or "").lower()
     nodes = sysroot.listdir(f"{base}/drm")
     numa = sysroot.read(f"{base}/numa_node")
+    by_path = [
+        f"/dev/dri/by-path/{n}"
+        for n in sysroot.listdir("/dev/dri/by-path")
+        if n.startswith(f"pci-{address}-")
+    ]
     return Gpu(
         address=address,
         device_id=device_id,
@@ -42,8 +60,11 @@ def read_gpu(sysroot: SysRoot, address: str) -> Gpu:
         driver=sysroot.link_name(f"{base}/driver"),
         card=_drm_node(nodes, "card"),
         render=_drm_node(nodes, "renderD"),
+        by_path=by_path,
         numa_node=int(numa) if numa not in (None, "", "-1") else None,
-        drm_nodes=nodes,
+        boot_vga=sysroot.read(f"{base}/boot_vga") == "1",
+        bar2_mib=_bar_mib(sysroot.read(f"{base}/resource"), 2),
+        link=read_link(sysroot, slot_address(sysroot, address)).as_dict(),
     )
 
 

@@ -1,0 +1,55 @@
+#!/usr/bin/python
+"""Ansible adapter over arcops.facts: the box's host, GPU, PCIe, firmware and disk facts."""
+
+DOCUMENTATION = r"""
+---
+module: arcops_facts
+short_description: Read host, GPU, PCIe link, loaded GuC and free-disk facts of an Arc box
+description:
+  - Reads sysfs, procfs, debugfs and (on real hosts) the kernel journal below O(root).
+  - Returns them as C(arcops) in ansible_facts. Never changes the host; supports check mode.
+options:
+  root:
+    description: Filesystem root to read under. C(/) on real hosts; a fixture tree in the lab.
+    type: path
+    default: /
+  disk_paths:
+    description: Paths whose free space to report (the nearest existing ancestor is measured).
+    type: list
+    elements: path
+    default: []
+author: arcops
+"""
+
+EXAMPLES = r"""
+- name: Read the box
+  arcops_facts:
+    disk_paths: [/var/lib/docker, /srv/cache]
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: C(arcops) with keys root, simulated, host, gpus, display_gpu, free_gib.
+  returned: always
+  type: dict
+"""
+
+from ansible.module_utils.arcops.facts import collect
+from ansible.module_utils.arcops.sysroot import SysRoot
+from ansible.module_utils.basic import AnsibleModule
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "root": {"type": "path", "default": "/"},
+            "disk_paths": {"type": "list", "elements": "path", "default": []},
+        },
+        supports_check_mode=True,
+    )
+    data = collect(SysRoot(module.params["root"]), module.params["disk_paths"])
+    module.exit_json(changed=False, ansible_facts={"arcops": data})
+
+
+if __name__ == "__main__":
+    main()
