@@ -1,0 +1,33 @@
+"""Checks that only a real dual-Arc box can pass. Skipped elsewhere; never faked.
+
+Run on the box (README, hardware check procedure): ARCOPS_ARC_HARDWARE=1 .venv/bin/pytest -m arc_hardware
+"""
+
+import os
+
+import pytest
+
+from arcops import facts
+from arcops.sysroot import SysRoot
+
+pytestmark = pytest.mark.arc_hardware
+EXPECTED_GUC = os.environ.get("ARCOPS_EXPECTED_GUC", "70.60.0")
+
+
+@pytest.fixture(scope="module")
+def real_box():
+    data = facts.collect(SysRoot("/"))
+    assert not data["simulated"], "/ is a simulated tree"
+    return data
+
+
+def test_two_or_more_arc_gpus_bound_to_xe(real_box):
+    arc = [g for g in real_box["gpus"] if g["model"]]
+    assert len(arc) >= 2, real_box["gpus"]
+    assert {g["driver"] for g in arc} == {"xe"}
+    assert all(g["render"] for g in arc)
+
+
+def test_every_arc_gpu_loaded_the_pinned_guc(real_box):
+    arc = [g for g in real_box["gpus"] if g["model"]]
+    assert [g["guc_loaded"] for g in arc] == [EXPECTED_GUC] * len(arc)
