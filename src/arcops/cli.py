@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
-from . import __version__, facts, firmware, journal
+from . import __version__, bundle, facts, firmware, grub, journal
+from .debs import DebError
 from .report import print_json, print_table
 from .sysroot import SysRoot
 
@@ -88,6 +91,44 @@ def _cmd_guc_loaded(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_bundle_lock(args: argparse.Namespace) -> int:
+    try:
+        lock = bundle.make_lock(args.tarball, args.flavour)
+    except (bundle.BundleError, DebError) as e:
+        print(f"arcops: {e}", file=sys.stderr)
+        return 2
+    text = json.dumps(lock, indent=2, sort_keys=True) + "\n"
+    if args.output:
+        Path(args.output).write_text(text)
+        print(
+            f"wrote {args.output}: {len(lock['packages'])} packages, {len(lock['firmware'])} firmware files, "
+            f"kernel {lock['kernel_release']}"
+        )
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _cmd_bundle_verify(args: argparse.Namespace) -> int:
+    try:
+        lock = json.loads(Path(args.lock).read_text())
+        found = bundle.verify(bundle.top_folder(Path(args.folder)), lock)
+    except (bundle.BundleError, DebError, OSError, ValueError) as e:
+        print(f"arcops: {e}", file=sys.stderr)
+        return 2
+    print(f"bundle {found.version} matches {args.lock}")
+    return 0
+
+
+def _cmd_boot_entry(args: argparse.Namespace) -> int:
+    entry = grub.boot_entry(SysRoot(args.root), args.release, args.grub_cfg).as_dict()
+    if args.json:
+        print_json(entry)
+    else:
+        print_table([{"fact": k, "value": v} for k, v in entry.items()], ["fact", "value"])
+    return 0 if entry["bootable"] else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="arcops", description="Facts and checks for Intel Arc inference boxes."
@@ -118,6 +159,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--journal-file", metavar="FILE", help="read these kernel log lines instead of journalctl")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=_cmd_guc_loaded)
+
+    p = sub.add_parser("bundle", help="Intel offline installer bundles: lock and verify")
+    bsub = p.add_subparsers(dest="bundle_command", required=True)
+    q = bsub.add_parser(
+        "lock", help="write the lock (sha256 of tarball, packages, firmware) for a real tarball"
+    )
+    q.add_argument("tarball")
+    q.add_argument("--flavour", choices=sorted(bundle.FLAVOURS), default="server")
+    q.add_argument("-o", "--output", help="write the lock here instead of printing it")
+    q.set_defaults(func=_cmd_bundle_lock)
+    q = bsub.add_parser("verify", help="check an unpacked bundle against its lock")
+    q.add_argument("folder", help="where the tarball was unpacked")
+    q.add_argument("--lock", required=True)
+    q.set_defaults(func=_cmd_bundle_verify)
+
+    p = sub.add_parser("boot-entry", help="is a kernel release bootable: vmlinuz, initrd, GRUB entry")
+    p.add_argument("release")
+    p.add_argument("--root", default="/", help="filesystem root to read /boot under")
+    p.add_argument("--grub-cfg", default="/boot/grub/grub.cfg")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_boot_entry)
     return parser
 
 

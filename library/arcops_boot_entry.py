@@ -1,0 +1,49 @@
+#!/usr/bin/python
+"""Ansible adapter over arcops.grub.boot_entry: can this kernel release boot, and how to pick it."""
+
+DOCUMENTATION = r"""
+---
+module: arcops_boot_entry
+short_description: Check /boot and grub.cfg for a kernel release, and read GRUB's saved default
+description:
+  - Reports whether vmlinuz and initrd exist for O(release), the grub.cfg entry path to pass to
+    grub-set-default, and grubenv's saved_entry. Never changes the host; supports check mode.
+options:
+  release: {description: Kernel release, e.g. C(6.17.0-1009-intel)., type: str, required: true}
+  root: {description: Filesystem root to read under., type: path, default: /}
+author: arcops
+"""
+
+EXAMPLES = r"""
+- name: Read the boot entry of the pinned kernel
+  arcops_boot_entry:
+    release: 6.17.0-1009-intel
+  register: entry
+"""
+
+RETURN = r"""
+entry:
+  description: release, vmlinuz, initrd, entry_path, entry_title, saved_entry, bootable.
+  returned: always
+  type: dict
+"""
+
+from ansible.module_utils.arcops.grub import boot_entry
+from ansible.module_utils.arcops.sysroot import SysRoot
+from ansible.module_utils.basic import AnsibleModule
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "release": {"type": "str", "required": True},
+            "root": {"type": "path", "default": "/"},
+        },
+        supports_check_mode=True,
+    )
+    entry = boot_entry(SysRoot(module.params["root"]), module.params["release"])
+    module.exit_json(changed=False, entry=entry.as_dict())
+
+
+if __name__ == "__main__":
+    main()

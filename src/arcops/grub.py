@@ -1,0 +1,87 @@
+"""GRUB menu entries and boot files for a kernel release, read from grub.cfg and /boot.
+
+grub-set-default takes an entry path of ids, "SUBMENU_ID>ENTRY_ID", e.g.
+"gnulinux-advanced-UUID>gnulinux-6.17.0-1009-intel-advanced-UUID"; ids survive a re-run of
+update-grub, titles are locale-dependent. Used before a reboot (is the kernel bootable?) and
+to pin the default entry.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+
+from .sysroot import SysRoot
+
+_OPEN_RE = re.compile(
+    r"^\s*(?P<kind>submenu|menuentry)\s+(?P<quote>['\"])(?P<title>.*?)(?P=quote)(?P<rest>.*)\{\s*$"
+)
+_ID_RE = re.compile(r"\$menuentry_id_option\s+'(?P<id>[^']+)'")
+
+
+@dataclass
+class BootEntry:
+    release: str
+    vmlinuz: bool
+    initrd: bool
+    entry_path: str | None  # for grub-set-default; None when grub.cfg has no entry
+    entry_title: str | None
+    saved_entry: str | None  # what grubenv says the default is
+
+    @property
+    def bootable(self) -> bool:
+        return self.vmlinuz and self.initrd and self.entry_path is not None
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "bootable": self.bootable}
+
+
+def find_entry(grub_cfg: Iterable[str], release: str) -> tuple[str, str] | None:
+    """(entry path, title) of the versioned, non-recovery entry that boots vmlinuz-RELEASE.
+
+    The top-level "simple" entry boots whatever kernel is newest, so it never pins a release:
+    only an entry whose id or title names the release counts.
+    """
+    stack: list[tuple[str, str]] = []  # (kind, id) of open blocks
+    current: tuple[str, str] | None = None
+    depth_of_entry = None
+    linux_re = re.compile(rf"^\s*linux\s+\S*/vmlinuz-{re.escape(release)}(\s|$)")
+    for line in grub_cfg:
+        m = _OPEN_RE.match(line)
+        if m:
+            id_match = _ID_RE.search(m["rest"])
+            ident = id_match["id"] if id_match else m["title"]
+            stack.append((m["kind"], ident))
+            names_release = release in ident or release in m["title"]
+            if m["kind"] == "menuentry" and names_release and "recovery" not in m["title"]:
+                current, depth_of_entry = (ident, m["title"]), len(stack)
+            continue
+        if line.strip() == "}" and stack:
+            if depth_of_entry == len(stack):
+                current = depth_of_entry = None
+            stack.pop()
+            continue
+        if current and linux_re.match(line):
+            path = ">".join(ident for kind, ident in stack[:-1] if kind == "submenu")
+            return ((path + ">" if path else "") + current[0], current[1])
+    return None
+
+
+def saved_entry(grubenv: str | None) -> str | None:
+    for line in (grubenv or "").splitlines():
+        if line.startswith("saved_entry="):
+            return line.split("=", 1)[1]
+    return None
+
+
+def boot_entry(sysroot: SysRoot, release: str, grub_cfg: str = "/boot/grub/grub.cfg") -> BootEntry:
+    found = find_entry((sysroot.read(grub_cfg) or "").splitlines(), release)
+    return BootEntry(
+        release=release,
+        vmlinuz=sysroot.path(f"/boot/vmlinuz-{release}").is_file(),
+        initrd=sysroot.path(f"/boot/initrd.img-{release}").is_file(),
+        entry_path=found[0] if found else None,
+        entry_title=found[1] if found else None,
+        saved_entry=saved_entry(sysroot.read("/boot/grub/grubenv")),
+    )

@@ -1,0 +1,118 @@
+import json
+import re
+import tarfile
+
+import pytest
+
+from arcops import bundle, stack
+from arcops.cli import main
+
+from .bundle_builder import build_bundle, css_blob
+
+
+@pytest.fixture(scope="module")
+def tarball(tmp_path_factory):
+    return build_bundle(tmp_path_factory.mktemp("bundle"))
+
+
+@pytest.fixture(scope="module")
+def lock(tarball):
+    return bundle.make_lock(tarball, "server")
+
+
+@pytest.fixture
+def unpacked(tarball, tmp_path):
+    with tarfile.open(tarball) as tar:
+        tar.extractall(tmp_path, filter="data")
+    return tmp_path
+
+
+def test_lock_reads_the_layout_not_file_names(lock, tarball):
+    assert lock["version"] == "26.18.8.2"
+    assert lock["kernel_release"] == "6.17.0-1009-intel"
+    assert lock["installer"]["file"] == tarball.name
+    groups = {p["name"]: p["group"] for p in lock["packages"]}
+    assert groups["linux-image-6.17.0-1009-intel"] == "kernel"
+    assert groups["linux-modules-extra-6.17.0-1009-intel"] == "kernel"
+    assert groups["libze1"] == groups["intel-opencl-icd"] == groups["libigc2"] == "runtime"
+    assert groups["xpu-smi"] == "other"
+    assert all(p["path"].startswith("ubuntu-24.04-server/") for p in lock["packages"])
+    assert {(f["name"], f["kind"], f["version"]) for f in lock["firmware"]} == {
+        ("bmg_guc_70.bin.zst", "GuC", "70.60.0"),
+        ("bmg_huc.bin.zst", "HuC", "8.2.10"),
+    }  # lnl_guc_70 is another platform's
+
+
+def test_desktop_flavour_is_locked_separately(tarball):
+    assert all(
+        p["path"].startswith("ubuntu-24.04-desktop/")
+        for p in bundle.make_lock(tarball, "desktop")["packages"]
+    )
+
+
+def test_select_returns_what_to_install(unpacked, lock):
+    sel = stack.select(unpacked, lock, "6.17.0-1009-intel", "70.60.0")
+    assert [p["name"] for p in sel["kernel_packages"]] == [
+        "linux-headers-6.17.0-1009-intel",
+        "linux-image-6.17.0-1009-intel",
+        "linux-modules-6.17.0-1009-intel",
+        "linux-modules-extra-6.17.0-1009-intel",
+    ]
+    assert "xpu-smi" not in [p["name"] for p in sel["runtime_packages"]]
+    assert all(p["path"].startswith(str(unpacked)) for p in sel["kernel_packages"])
+
+
+def test_tampered_package_is_refused(unpacked, lock):
+    deb = next(unpacked.rglob("ubuntu-24.04-server/gfxdrv/gpgpu/libze1_*.deb"))
+    deb.write_bytes(deb.read_bytes() + b"\0")
+    with pytest.raises(bundle.BundleError, match=r"libze1_.*sha256 .* differs from the lock"):
+        stack.select(unpacked, lock, "6.17.0-1009-intel", "70.60.0")
+
+
+def test_extra_package_is_refused(unpacked, lock, tmp_path):
+    from .bundle_builder import build_deb
+
+    build_deb(next(unpacked.glob("*/ubuntu-24.04-server/base")), "evil", "1.0", "amd64", {"etc/evil": "x"})
+    with pytest.raises(bundle.BundleError, match=r"evil_1.0_amd64.deb is in the bundle but not in the lock"):
+        stack.select(unpacked, lock, "6.17.0-1009-intel", "70.60.0")
+
+
+def test_wrong_guc_blob_is_refused_even_when_locked(tmp_path):
+    tb = build_bundle(tmp_path / "b", guc="70.72.1")
+    lock = bundle.make_lock(tb, "server")
+    with tarfile.open(tb) as tar:
+        tar.extractall(tmp_path / "x", filter="data")
+    with pytest.raises(
+        bundle.BundleError, match=re.escape("is GuC 70.72.1 by its header, the pinned GuC is 70.60.0")
+    ):
+        stack.select(tmp_path / "x", lock, "6.17.0-1009-intel", "70.60.0")
+
+
+def test_wrong_kernel_pin_is_refused(unpacked, lock):
+    with pytest.raises(bundle.BundleError, match=re.escape("the pinned kernel is 6.8.0-51-generic")):
+        stack.select(unpacked, lock, "6.8.0-51-generic", "70.60.0")
+
+
+def test_corrupt_firmware_is_refused(unpacked, lock):
+    blob = next(unpacked.rglob("firmware/bmg_guc_70.bin.zst"))
+    blob.write_bytes(css_blob("70.60.0"))  # right version, but not the locked file
+    with pytest.raises(bundle.BundleError, match=re.escape("bmg_guc_70.bin.zst: sha256")):
+        stack.select(unpacked, lock, "6.17.0-1009-intel", "70.60.0")
+
+
+def test_not_a_bundle(tmp_path):
+    bad = tmp_path / "x.tar.xz"
+    with tarfile.open(bad, "w:xz") as tar:
+        tar.add(__file__, arcname="hello.py")
+    with pytest.raises(bundle.BundleError, match="not an Intel offline installer"):
+        bundle.make_lock(bad, "server")
+
+
+def test_cli_lock_then_verify(tarball, unpacked, tmp_path, capsys):
+    lock_file = tmp_path / "bundle.lock.json"
+    assert main(["bundle", "lock", str(tarball), "-o", str(lock_file)]) == 0
+    assert json.loads(lock_file.read_text())["kernel_release"] == "6.17.0-1009-intel"
+    assert main(["bundle", "verify", str(unpacked), "--lock", str(lock_file)]) == 0
+    assert "matches" in capsys.readouterr().out
+    assert main(["bundle", "lock", str(tmp_path / "missing.tar.xz")]) == 2
+    assert "no such file" in capsys.readouterr().err

@@ -1,0 +1,48 @@
+from arcops import grub
+from arcops.sysroot import SysRoot
+
+from .conftest import REPO
+
+GRUB = REPO / "tests/fixtures/grub"
+
+
+def lines(name):
+    return (GRUB / name).read_text().splitlines()
+
+
+def test_real_debian_grub_cfg_gives_the_advanced_entry_not_the_simple_one():
+    path, title = grub.find_entry(lines("debian12-cloud.grub.cfg"), "6.1.0-50-cloud-amd64")
+    uuid = "8f219f4c-0bc8-4646-997c-c1792b8610ae"
+    assert path == f"gnulinux-advanced-{uuid}>gnulinux-6.1.0-50-cloud-amd64-advanced-{uuid}"
+    assert title == "Debian GNU/Linux, with Linux 6.1.0-50-cloud-amd64"
+
+
+def test_two_kernels_each_found_recovery_skipped():
+    cfg = lines("two-kernels.grub.cfg")
+    intel, _ = grub.find_entry(cfg, "6.17.0-1009-intel")
+    generic, title = grub.find_entry(cfg, "6.8.0-51-generic")
+    assert intel.endswith(">gnulinux-6.17.0-1009-intel-advanced-8f219f4c-0bc8-4646-997c-c1792b8610ae")
+    assert generic.endswith(">gnulinux-6.8.0-51-generic-advanced-8f219f4c-0bc8-4646-997c-c1792b8610ae")
+    assert "recovery" not in title
+
+
+def test_release_prefix_does_not_match_a_longer_release():
+    assert grub.find_entry(lines("two-kernels.grub.cfg"), "6.17.0-1009") is None
+
+
+def test_missing_release():
+    assert grub.find_entry(lines("debian12-cloud.grub.cfg"), "7.2.6-070206-generic") is None
+
+
+def test_boot_entry_needs_vmlinuz_initrd_and_menu_entry(tmp_path):
+    (tmp_path / "boot/grub").mkdir(parents=True)
+    (tmp_path / "boot/grub/grub.cfg").write_text((GRUB / "two-kernels.grub.cfg").read_text())
+    (tmp_path / "boot/grub/grubenv").write_text(
+        "# GRUB Environment Block\nsaved_entry=gnulinux-simple-x\n" + "#" * 900
+    )
+    (tmp_path / "boot/vmlinuz-6.17.0-1009-intel").write_text("k")
+    entry = grub.boot_entry(SysRoot(tmp_path), "6.17.0-1009-intel")
+    assert (entry.vmlinuz, entry.initrd, entry.bootable) == (True, False, False)  # no initrd: not bootable
+    assert entry.saved_entry == "gnulinux-simple-x"
+    (tmp_path / "boot/initrd.img-6.17.0-1009-intel").write_text("i")
+    assert grub.boot_entry(SysRoot(tmp_path), "6.17.0-1009-intel").bootable
