@@ -96,8 +96,12 @@ def build_bundle(
     kernel_release: str = "6.17.0-1009-intel",
     guc: str = "70.60.0",
     huc: str = "8.2.10",
+    kernel_debs: list[Path] | None = None,
 ) -> Path:
-    """Write multi-arc-bmg-offline-installer-VERSION.tar.xz into `out`; return its path."""
+    """Write multi-arc-bmg-offline-installer-VERSION.tar.xz into `out`; return its path.
+
+    kernel_debs: real kernel packages to ship instead of the synthetic ones (the VM tier boots them).
+    """
     out.mkdir(parents=True, exist_ok=True)
     name = f"multi-arc-bmg-offline-installer-{version}"
     with tempfile.TemporaryDirectory() as tmp:
@@ -112,8 +116,12 @@ def build_bundle(
         for flavour in ("ubuntu-24.04-server", "ubuntu-24.04-desktop"):
             tree = top / flavour
             (tree / "base").mkdir(parents=True)
-            for pkg, ver, arch, files in kernel_packages(kernel_release):
-                build_deb(tree / "base", pkg, ver, arch, files)
+            if kernel_debs:
+                for deb in kernel_debs:
+                    shutil.copy(deb, tree / "base")
+            else:
+                for pkg, ver, arch, files in kernel_packages(kernel_release):
+                    build_deb(tree / "base", pkg, ver, arch, files)
             for folder, pkg, ver, arch in RUNTIME:
                 (tree / folder).mkdir(parents=True, exist_ok=True)
                 build_deb(
@@ -138,8 +146,9 @@ def main() -> None:
     parser.add_argument("--version", default="26.18.8.2")
     parser.add_argument("--kernel-release", default="6.17.0-1009-intel")
     parser.add_argument("--guc", default="70.60.0")
+    parser.add_argument("--kernel-deb", type=Path, action="append", help="ship this real kernel .deb instead")
     args = parser.parse_args()
-    print(build_bundle(args.out, args.version, args.kernel_release, args.guc))
+    print(build_bundle(args.out, args.version, args.kernel_release, args.guc, kernel_debs=args.kernel_deb))
 
 
 if __name__ == "__main__":
