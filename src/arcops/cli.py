@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from . import __version__, bundle, facts, firmware, grub, journal
+from . import __version__, bundle, debrepack, facts, firmware, grub, journal
 from .debs import DebError
 from .report import print_json, print_table
 from .sysroot import SysRoot
@@ -129,6 +129,30 @@ def _cmd_boot_entry(args: argparse.Namespace) -> int:
     return 0 if entry["bootable"] else 1
 
 
+def _cmd_debrepack(args: argparse.Namespace) -> int:
+    try:
+        reports = debrepack.repack_all(args.debs, args.output, args.compressor)
+    except debrepack.RepackError as e:
+        print(f"arcops: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print_json(reports)
+        return 0
+    for r in reports:
+        calls = sum(len(c) for c in r["changes"].values())
+        what = (
+            f"repacked, {calls} run-parts call(s) split in {', '.join(r['changes'])}"
+            if calls
+            else "unchanged, copied"
+        )
+        print(f"{r['package']} {r['version']}: {what} -> {r['output']}")
+        for script, changes in r["changes"].items():
+            for c in changes:
+                where = f"{script}:{c['line']}" + (" (here-document)" if c["in_heredoc"] else "")
+                print(f"  {where}: {c['before'].strip()}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="arcops", description="Facts and checks for Intel Arc inference boxes."
@@ -180,6 +204,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grub-cfg", default="/boot/grub/grub.cfg")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_boot_entry)
+
+    p = sub.add_parser(
+        "debrepack",
+        help="split multi-directory run-parts calls in .debs' maintainer scripts (noble's run-parts)",
+    )
+    p.add_argument("debs", nargs="+", metavar="IN.deb")
+    p.add_argument(
+        "-o", "--output", required=True, metavar="OUTDIR", help="where the packages and reports go"
+    )
+    p.add_argument(
+        "--compressor",
+        choices=["xz", "gzip", "zstd", "none"],
+        help="for rebuilt packages (default: as the input)",
+    )
+    p.add_argument("--json", action="store_true", help="print the reports as JSON")
+    p.set_defaults(func=_cmd_debrepack)
     return parser
 
 

@@ -10,6 +10,22 @@ class DebError(ValueError):
     """The file is not a valid .deb."""
 
 
+def members(deb: str | Path) -> list[str]:
+    """Names of the ar members of a .deb (debian-binary, control.tar.*, data.tar.*), read from
+    the archive headers: ar(1) is binutils, which boxes that install packages need not have."""
+    names = []
+    with open(deb, "rb") as f:
+        if f.read(8) != b"!<arch>\n":
+            raise DebError(f"{deb}: not a valid .deb: not an ar archive")
+        while header := f.read(60):
+            if len(header) < 60:
+                break
+            name, size = header[:16].decode().strip().rstrip("/"), int(header[48:58])
+            names.append(name)
+            f.seek(size + size % 2, 1)
+    return names
+
+
 def control_fields(deb: str | Path, *fields: str) -> dict[str, str]:
     """The named control fields of a .deb (all of them must be present)."""
     proc = subprocess.run(

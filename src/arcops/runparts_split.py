@@ -1,0 +1,142 @@
+"""Rewrite run-parts calls that pass several directories into one call per directory.
+
+noble's run-parts (debianutils 5.17) and Debian 12's (5.7) take exactly one directory;
+newer kernel packaging passes two (/etc/kernel/X.d and /usr/share/kernel/X.d), so the
+maintainer script dies with "run-parts: missing operand". A call is rewritten when it has
+more than one directory operand, or one that can split into several at run time (an
+unquoted $var, as in `make bindeb-pkg`'s `run-parts ... $hookdirs`). The replacement is a
+brace group, so it fits wherever the call stood (`test -n "$x" && ...`, if-conditions,
+here-documents that write a trigger script):
+
+    { arcops_rc=0; for arcops_dir in A B; do if [ -d "$arcops_dir" ]; then
+      VARS run-parts OPTS "$arcops_dir" REDIRS || { arcops_rc=$?; BREAK }; fi; done;
+      (exit $arcops_rc); }
+
+Per directory, in order, with the same options, --arg values, environment prefix and
+redirections; missing directories are skipped. Status: that of the last failing call, so
+under `set -e` a failing hook still stops the script; with --exit-on-error (-e is not an
+option of run-parts) the remaining directories are not run, as run-parts itself stops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from .shellscan import Command, HereDoc, ShellSyntaxError, commands
+
+RUN_PARTS = frozenset({"run-parts", "/bin/run-parts", "/usr/bin/run-parts"})
+# run-parts options that take the next word as their value when written without "=".
+_TAKES_VALUE = frozenset({"-a", "--arg", "-u", "--umask", "--regex"})
+
+
+@dataclass
+class Change:
+    line: int  # 1-based, in the original script
+    before: str
+    after: str
+    in_heredoc: bool  # the call sits in a here-document (a trigger script written at run time)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _unquoted_head(word: str) -> str:
+    return word.lstrip("\"'")
+
+
+def _split_args(cmd: Command) -> tuple[list[str], list[tuple[str, bool]], bool]:
+    """(option words, [(operand, may split)], --exit-on-error given). getopt permutes, so
+    options may follow operands; "--" ends the options."""
+    options: list[str] = []
+    operands: list[tuple[str, bool]] = []
+    exit_on_error = False
+    words = cmd.words[1:]
+    k = 0
+    options_done = False
+    while k < len(words):
+        w = words[k]
+        head = _unquoted_head(w.text)
+        if not options_done and head == "--":
+            options_done = True
+            options.append(w.text)
+        elif not options_done and head.startswith("-"):
+            options.append(w.text)
+            exit_on_error = exit_on_error or head == "--exit-on-error"
+            if head in _TAKES_VALUE and k + 1 < len(words):
+                k += 1
+                options.append(words[k].text)
+        else:
+            operands.append((w.text, w.splits))
+        k += 1
+    return options, operands, exit_on_error
+
+
+def needs_split(cmd: Command) -> bool:
+    if not cmd.words or cmd.words[0].text not in RUN_PARTS:
+        return False
+    _, operands, _ = _split_args(cmd)
+    return len(operands) > 1 or any(splits for _, splits in operands)
+
+
+def _replacement(cmd: Command, live_dollar: bool) -> str:
+    options, operands, exit_on_error = _split_args(cmd)
+    d = "\\$" if live_dollar else "$"  # in an unquoted here-doc our own expansions must stay literal
+    call = " ".join(
+        [w.text for w in cmd.assignments]
+        + [cmd.words[0].text]
+        + [o for o in options if _unquoted_head(o) != "--"]
+        + ["--", f'"{d}arcops_dir"']
+        + cmd.redirects
+    )
+    on_fail = f"arcops_rc={d}?;" + (" break;" if exit_on_error else "")
+    return (
+        f"{{ arcops_rc=0; for arcops_dir in {' '.join(o for o, _ in operands)}; do"
+        f' if [ -d "{d}arcops_dir" ]; then {call} || {{ {on_fail} }}; fi; done;'
+        f" (exit {d}arcops_rc); }}"
+    )
+
+
+def _rewrite(text: str, in_heredoc: bool, live_dollar: bool, line_offset: int) -> tuple[str, list[Change]]:
+    cmds, heredocs = commands(text)
+    edits: list[tuple[int, int, str]] = []
+    changes: list[Change] = []
+    for cmd in cmds:
+        if not needs_split(cmd):
+            continue
+        if any(r.lstrip("0123456789").startswith("<<") for r in cmd.redirects):
+            raise ShellSyntaxError(
+                f"line {cmd.line + line_offset}: run-parts reads a here-document; rewrite it by hand"
+            )
+        new = _replacement(cmd, live_dollar)
+        edits.append((cmd.start, cmd.end, new))
+        changes.append(Change(cmd.line + line_offset, cmd.text(text), new, in_heredoc))
+    for doc in heredocs:
+        edits_in_doc, doc_changes = _rewrite_heredoc(text, doc, line_offset)
+        edits += edits_in_doc
+        changes += doc_changes
+    out = text
+    for start, end, new in sorted(edits, reverse=True):
+        out = out[:start] + new + out[end:]
+    changes.sort(key=lambda c: c.line)
+    return out, changes
+
+
+def _rewrite_heredoc(
+    text: str, doc: HereDoc, line_offset: int
+) -> tuple[list[tuple[int, int, str]], list[Change]]:
+    body = text[doc.body_start : doc.body_end]
+    if "run-parts" not in body:  # not a script we need to read (it may not be shell at all)
+        return [], []
+    offset = line_offset + text.count("\n", 0, doc.body_start)
+    try:
+        new_body, changes = _rewrite(body, True, doc.expands, offset)
+    except ShellSyntaxError as e:
+        raise ShellSyntaxError(f"here-document '{doc.delimiter}': {e}") from e
+    if not changes:
+        return [], []
+    return [(doc.body_start, doc.body_end, new_body)], changes
+
+
+def rewrite(script: str) -> tuple[str, list[Change]]:
+    """The script with every multi-directory run-parts call split, and what changed."""
+    return _rewrite(script, False, False, 0)

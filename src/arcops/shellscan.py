@@ -1,0 +1,283 @@
+"""A POSIX shell lexer just deep enough to find simple commands in maintainer scripts.
+
+It knows quoting ('...', "...", backslash), expansions ($(...), `...`, ${...}, $((...))),
+comments, operators, redirections, line continuations and here-documents. It does not
+evaluate anything. Simple commands come out with their words, their span in the text, the
+redirections attached to them, and here-document bodies (which may themselves be scripts,
+e.g. a trigger file written with `cat <<EOF`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+OPERATORS = ("&&", "||", ";;", "<<-", "<<", ">>", ">&", "<&", "<>", ">|", ";", "&", "|", "(", ")", "<", ">")
+REDIRECTS = frozenset({"<<-", "<<", ">>", ">&", "<&", "<>", ">|", "<", ">"})
+# After these words the next word is again in command position.
+RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!"})
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+class ShellSyntaxError(ValueError):
+    """The text is not shell this lexer can follow (unbalanced quote, parenthesis, here-doc)."""
+
+
+@dataclass
+class Word:
+    text: str  # as written, quotes included
+    start: int
+    end: int
+    splits: bool  # has an unquoted expansion or glob: may become several fields
+
+
+@dataclass
+class HereDoc:
+    delimiter: str
+    expands: bool  # unquoted delimiter: $, ` and \ are live in the body
+    strip_tabs: bool  # <<- : leading tabs are stripped from body lines and the delimiter
+    body_start: int = 0
+    body_end: int = 0
+
+
+@dataclass
+class Command:
+    assignments: list[Word]
+    words: list[Word]  # command word first
+    redirects: list[str]  # each as written, e.g. ">/dev/null", "2>&1"
+    start: int
+    end: int
+    heredocs: list[HereDoc] = field(default_factory=list)
+    line: int = 0  # 1-based line of its first word
+
+    def text(self, script: str) -> str:
+        return script[self.start : self.end]
+
+
+@dataclass
+class _Token:
+    kind: str  # "word", "op", "newline"
+    text: str
+    start: int
+    end: int
+    splits: bool = False
+    io_number: bool = False
+
+
+class _Lexer:
+    def __init__(self, text: str) -> None:
+        self.s = text
+        self.i = 0
+        self.tokens: list[_Token] = []
+        self.heredocs: list[HereDoc] = []  # every here-doc, in order
+        self._pending: list[HereDoc] = []
+
+    def error(self, what: str) -> ShellSyntaxError:
+        line = self.s.count("\n", 0, self.i) + 1
+        return ShellSyntaxError(f"line {line}: {what}")
+
+    def run(self) -> list[_Token]:
+        s = self.s
+        while self.i < len(s):
+            c = s[self.i]
+            if c == "\\" and s.startswith("\\\n", self.i):
+                self.i += 2
+            elif c in " \t":
+                self.i += 1
+            elif c == "#":
+                while self.i < len(s) and s[self.i] != "\n":
+                    self.i += 1
+            elif c == "\n":
+                self.tokens.append(_Token("newline", "\n", self.i, self.i + 1))
+                self.i += 1
+                self._read_heredoc_bodies()
+            else:
+                op = next((o for o in OPERATORS if s.startswith(o, self.i)), None)
+                if op:
+                    self.tokens.append(_Token("op", op, self.i, self.i + len(op)))
+                    self.i += len(op)
+                    if op in ("<<", "<<-"):
+                        self._heredoc_delimiter(op == "<<-")
+                else:
+                    self._word()
+        if self._pending:
+            raise self.error(f"here-document '{self._pending[0].delimiter}' has no body")
+        return self.tokens
+
+    def _heredoc_delimiter(self, strip_tabs: bool) -> None:
+        while self.i < len(self.s) and self.s[self.i] in " \t":
+            self.i += 1
+        token = self._word()
+        raw = token.text
+        quoted = any(q in raw for q in "'\"\\")
+        doc = HereDoc(re.sub(r"[\"'\\]", "", raw), expands=not quoted, strip_tabs=strip_tabs)
+        self._pending.append(doc)
+        self.heredocs.append(doc)
+
+    def _read_heredoc_bodies(self) -> None:
+        s = self.s
+        for doc in self._pending:
+            doc.body_start = self.i
+            while True:
+                if self.i >= len(s):
+                    raise self.error(f"here-document '{doc.delimiter}' is not closed")
+                eol = s.find("\n", self.i)
+                eol = len(s) if eol < 0 else eol
+                line = s[self.i : eol]
+                if (line.lstrip("\t") if doc.strip_tabs else line) == doc.delimiter:
+                    doc.body_end = self.i
+                    self.i = min(eol + 1, len(s))
+                    break
+                self.i = eol + 1
+        self._pending = []
+
+    def _word(self) -> _Token:
+        s, start, splits = self.s, self.i, False
+        while self.i < len(s):
+            c = s[self.i]
+            if c in " \t\n;&|()<>":
+                break
+            if c == "\\":
+                self.i += 2
+            elif c == "'":
+                end = s.find("'", self.i + 1)
+                if end < 0:
+                    raise self.error("unterminated single quote")  # self.i is at the quote
+                self.i = end + 1
+            elif c == '"':
+                self._double_quoted()
+            elif c in "$`":
+                self._expansion()
+                splits = True
+            else:
+                splits = splits or c in "*?["
+                self.i += 1
+        if self.i == start:
+            raise self.error(f"unexpected {s[self.i]!r}")
+        token = _Token("word", s[start : self.i], start, self.i, splits)
+        token.io_number = token.text.isdigit() and self.i < len(s) and s[self.i] in "<>"
+        self.tokens.append(token)
+        return token
+
+    def _double_quoted(self) -> None:
+        s, start = self.s, self.i
+        self.i += 1
+        while self.i < len(s):
+            c = s[self.i]
+            if c == "\\":
+                self.i += 2
+            elif c == '"':
+                self.i += 1
+                return
+            elif c in "$`":
+                self._expansion()
+            else:
+                self.i += 1
+        self.i = start  # report the line the quote opens on
+        raise self.error("unterminated double quote")
+
+    def _expansion(self) -> None:
+        s = self.s
+        if s[self.i] == "`":
+            self.i += 1
+            while self.i < len(s) and s[self.i] != "`":
+                self.i += 2 if s[self.i] == "\\" else 1
+            if self.i >= len(s):
+                raise self.error("unterminated backquote")
+            self.i += 1
+        elif s.startswith("$(", self.i) or s.startswith("${", self.i):
+            self._balanced(s[self.i + 1], ")" if s[self.i + 1] == "(" else "}")
+        else:
+            self.i += 1  # $name, $1, $*, $? ...: the rest is scanned as ordinary word text
+
+    def _balanced(self, open_: str, close: str) -> None:
+        s, depth = self.s, 0
+        self.i += 1  # at the opening bracket
+        while self.i < len(s):
+            c = s[self.i]
+            if c == "\\":
+                self.i += 2
+                continue
+            if c == "'" and open_ == "(":
+                end = s.find("'", self.i + 1)
+                if end < 0:
+                    raise self.error("unterminated single quote")
+                self.i = end + 1
+                continue
+            if c == '"':
+                self._double_quoted()
+                continue
+            if c == "`" or (c == "$" and s[self.i + 1 : self.i + 2] in ("(", "{")):
+                self._expansion()
+                continue
+            if c == open_:
+                depth += 1
+            elif c == close:
+                depth -= 1
+                if depth == 0:
+                    self.i += 1
+                    return
+            self.i += 1
+        raise self.error(f"unbalanced {open_}")
+
+
+def commands(script: str) -> tuple[list[Command], list[HereDoc]]:
+    """Every simple command of the script (not of here-doc bodies), and every here-doc."""
+    lexer = _Lexer(script)
+    tokens = lexer.run()
+    found: list[Command] = []
+    current: Command | None = None
+    at_start = True
+    k = 0
+    heredoc_index = 0  # here-docs are numbered in the order of their << operators
+
+    def close() -> None:
+        nonlocal current
+        if current is not None and current.words:
+            current.line = script.count("\n", 0, current.start) + 1
+            found.append(current)
+        current = None
+
+    while k < len(tokens):
+        t = tokens[k]
+        if t.kind == "newline" or (t.kind == "op" and t.text not in REDIRECTS):
+            close()
+            at_start = True
+            k += 1
+            continue
+        if t.kind == "op" or t.io_number:  # a redirection: operator (after an IO number) + target
+            first = k
+            if t.io_number:
+                k += 1
+            op = tokens[k]
+            target = tokens[k + 1] if k + 1 < len(tokens) and tokens[k + 1].kind == "word" else None
+            if target is None:
+                raise ShellSyntaxError(f"redirection {op.text!r} without a target")
+            if current is not None:
+                current.redirects.append(script[tokens[first].start : target.end])
+                current.end = target.end
+            if op.text in ("<<", "<<-"):
+                if current is not None:
+                    current.heredocs.append(lexer.heredocs[heredoc_index])
+                heredoc_index += 1
+            k += 2
+            continue
+        word = Word(t.text, t.start, t.end, t.splits)
+        if at_start and t.text in RESERVED:
+            k += 1
+            continue
+        if at_start and _ASSIGNMENT.match(t.text):
+            if current is None:
+                current = Command([], [], [], t.start, t.end)
+            current.assignments.append(word)
+            current.end = t.end
+            k += 1
+            continue
+        if current is None:
+            current = Command([], [], [], t.start, t.end)
+        current.words.append(word)
+        current.end = t.end
+        at_start = False
+        k += 1
+    close()
+    return found, lexer.heredocs

@@ -1,0 +1,137 @@
+"""debrepack on real packages: the kernel's own bindeb-pkg output (tinyconfig build of Debian's
+linux-source-7.2), Debian's own kernel package (one hook directory: left alone), and packages
+built here with Ubuntu's template scripts."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from arcops import cli
+from arcops.checksum import sha256_file
+from arcops.debrepack import MARKER_FIELD, RepackError, marker_sha256, repack, repack_all
+from arcops.debs import members
+
+from .debian_mirror import MirrorUnreachable, fetch_deb
+from .kernel_debs import tiny_kernel
+
+SCRIPTS = Path(__file__).parent / "fixtures" / "maintscripts"
+
+
+def _field(deb: Path, name: str) -> str:
+    return subprocess.run(
+        ["dpkg-deb", "--field", str(deb), name], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def _contents(deb: Path) -> list[str]:
+    listing = subprocess.run(
+        ["dpkg-deb", "--contents", str(deb)], capture_output=True, text=True, check=True
+    ).stdout
+    return sorted(" ".join(line.split()[:2] + line.split()[5:]) for line in listing.splitlines())
+
+
+@pytest.fixture
+def ubuntu_style_deb(tmp_path) -> Path:
+    """A package with Ubuntu's mainline template scripts (trigger file + if-form), built here."""
+    tree = tmp_path / "pkg"
+    (tree / "DEBIAN").mkdir(parents=True)
+    (tree / "boot").mkdir()
+    (tree / "boot" / "vmlinuz-7.2.0-070200-generic").write_bytes(b"\0" * 1024)
+    (tree / "DEBIAN" / "control").write_text(
+        "Package: linux-image-unsigned-7.2.0-070200-generic\nVersion: 7.2.0-070200.202611301200\n"
+        "Architecture: amd64\nMaintainer: Kernel <kernel@example.invalid>\nDescription: Linux kernel image\n"
+    )
+    for name in ("postinst", "postrm"):
+        shutil.copy(SCRIPTS / f"ubuntu-mainline.{name}", tree / "DEBIAN" / name)
+        (tree / "DEBIAN" / name).chmod(0o755)
+    deb = tmp_path / "linux-image-unsigned-7.2.0-070200-generic_7.2.0-070200.202611301200_amd64.deb"
+    subprocess.run(["dpkg-deb", "-Zxz", "--build", str(tree), str(deb)], check=True, capture_output=True)
+    return deb
+
+
+def test_ubuntu_template_package_is_repacked_and_marked(ubuntu_style_deb, tmp_path):
+    out = tmp_path / "out"
+    report = repack(ubuntu_style_deb, out)
+    output = Path(report["output"])
+    assert report["status"] == "repacked" and not report["done_before"]
+    assert sorted(report["changes"]) == ["postinst", "postrm"]
+    assert report["changes"]["postinst"][0]["in_heredoc"] and report["changes"]["postinst"][0]["line"] == 25
+    # Same identity, same files; marked with the source's sha256; compressor kept.
+    for field in ("Package", "Version", "Architecture"):
+        assert _field(output, field) == _field(ubuntu_style_deb, field)
+    assert marker_sha256(_field(output, MARKER_FIELD)) == sha256_file(ubuntu_style_deb)
+    assert _contents(output) == _contents(ubuntu_style_deb)
+    assert members(output) == ["debian-binary", "control.tar.xz", "data.tar.xz"]
+    assert Path(str(output) + ".debrepack.json").is_file()
+
+
+def test_second_run_does_nothing(ubuntu_style_deb, tmp_path):
+    first = repack(ubuntu_style_deb, tmp_path / "out")
+    mtime = Path(first["output"]).stat().st_mtime_ns
+    again = repack(ubuntu_style_deb, tmp_path / "out")
+    assert again["done_before"] and again["sha256"] == first["sha256"]
+    assert Path(first["output"]).stat().st_mtime_ns == mtime
+
+
+def test_tampered_output_is_redone(ubuntu_style_deb, tmp_path):
+    first = repack(ubuntu_style_deb, tmp_path / "out")
+    Path(first["output"]).write_bytes(b"garbage")
+    again = repack(ubuntu_style_deb, tmp_path / "out")
+    assert not again["done_before"] and sha256_file(again["output"]) == again["sha256"]
+
+
+def test_not_a_deb_is_a_clear_error_and_nothing_is_written(ubuntu_style_deb, tmp_path):
+    bogus = tmp_path / "linux-image-broken_1_amd64.deb"
+    bogus.write_text("not a package\n")
+    with pytest.raises(RepackError, match=r"linux-image-broken_1_amd64\.deb: not a valid \.deb"):
+        repack_all([ubuntu_style_deb, bogus], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(RepackError, match="no such file"):
+        repack_all([tmp_path / "missing.deb"], tmp_path / "out")
+
+
+def test_cli_reports_and_fails_clearly(ubuntu_style_deb, tmp_path, capsys):
+    assert cli.main(["debrepack", str(ubuntu_style_deb), "-o", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "repacked, 2 run-parts call(s) split in postinst, postrm" in out
+    assert "postinst:25 (here-document)" in out
+    bogus = tmp_path / "x.deb"
+    bogus.write_text("x")
+    assert cli.main(["debrepack", str(bogus), "-o", str(tmp_path / "out")]) == 2
+    assert "not a valid .deb" in capsys.readouterr().err
+
+
+def test_debian_kernel_package_needs_no_change_and_is_copied_unchanged(tmp_path):
+    try:
+        deb = fetch_deb("bookworm", "main", "linux-image-6.1.0-47-cloud-amd64", arch="amd64")
+    except MirrorUnreachable as e:
+        pytest.skip(str(e))
+    report = repack(deb, tmp_path / "out")
+    assert report["status"] == "unchanged" and report["changes"] == {}
+    assert sha256_file(report["output"]) == sha256_file(deb)
+
+
+def test_bindeb_pkg_kernel_is_repacked(tmp_path):
+    """The real thing: `make bindeb-pkg` of linux-source-7.2 (built once, cached)."""
+    try:
+        deb = tiny_kernel()
+    except MirrorUnreachable as e:
+        pytest.skip(str(e))
+    report = repack(deb, tmp_path / "out", compressor="gzip")
+    assert report["status"] == "repacked"
+    assert set(report["changes"]) >= {"postinst"}
+    for changes in report["changes"].values():
+        assert all(
+            "$hookdirs" in c["before"] and "for arcops_dir in $hookdirs" in c["after"] for c in changes
+        )
+    output = Path(report["output"])
+    assert _field(output, "Package") == _field(deb, "Package")
+    assert _contents(output) == _contents(deb)
+    control = tmp_path / "control"
+    subprocess.run(["dpkg-deb", "--control", str(output), str(control)], check=True)
+    for script in report["changes"]:
+        subprocess.run(["dash", "-n", str(control / script)], check=True)
