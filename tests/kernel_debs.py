@@ -3,7 +3,8 @@
 
 As a command (molecule prepare steps use it):
     kernel_debs.py tiny                 build (once) a tinyconfig kernel from Debian's linux-source-7.2
-                                        with the kernel's own `make bindeb-pkg`; prints its linux-image .deb
+                                        with the kernel's own `make bindeb-pkg`; prints its packages,
+                                        one per line: linux-image, then linux-libc-dev
     kernel_debs.py two-dirs IN OUT      copy a Debian kernel .deb whose maintainer scripts call run-parts
                                         on /etc/kernel/X.d only into one that passes both hook directories
                                         (Ubuntu's template form), as newer kernel packaging does
@@ -41,9 +42,15 @@ def _run(argv: list[str], cwd: Path | None = None) -> None:
 
 def tiny_kernel() -> Path:
     """linux-image .deb of a tinyconfig build (initrd support on, so the initramfs hook runs)."""
-    done = sorted(CACHE.glob("linux-image-*.deb"))
-    if done:
-        return done[-1]
+    return tiny_packages()[0]
+
+
+def tiny_packages() -> list[Path]:
+    """The packages of the tinyconfig build: linux-image first, then linux-libc-dev (no
+    maintainer scripts: what a package that needs no repack looks like). Built once."""
+    done = CACHE / "packages.txt"
+    if done.exists():
+        return [CACHE / name for name in done.read_text().split()]
     source_deb = fetch_deb(SOURCE_SUITE, "main", SOURCE_PACKAGE)
     CACHE.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
@@ -74,10 +81,12 @@ def tiny_kernel() -> Path:
             ],
             cwd=tree,
         )
-        for deb in work.glob("linux-image-*.deb"):
-            if "-dbg" not in deb.name:
-                shutil.move(str(deb), CACHE / deb.name)
-    return sorted(CACHE.glob("linux-image-*.deb"))[-1]
+        image = next(d for d in work.glob("linux-image-*.deb") if "-dbg_" not in d.name)
+        built = [image, next(work.glob("linux-libc-dev_*.deb"))]
+        for deb in built:
+            shutil.move(str(deb), CACHE / deb.name)
+        done.write_text("".join(f"{deb.name}\n" for deb in built))
+    return tiny_packages()
 
 
 _ONE_DIR = re.compile(r"(run-parts\b[^\n]*?(?:\\\n[^\n]*?)*)/etc/kernel/(\w+)\.d\b")
@@ -113,7 +122,7 @@ def main() -> int:
     rewrite.add_argument("dest", type=Path)
     args = parser.parse_args()
     if args.command == "tiny":
-        print(tiny_kernel())
+        print("\n".join(str(p) for p in tiny_packages()))
     else:
         print(two_dirs(args.src, args.dest))
     return 0

@@ -16,7 +16,7 @@ from arcops.debrepack import MARKER_FIELD, RepackError, marker_sha256, repack, r
 from arcops.debs import members
 
 from .debian_mirror import MirrorUnreachable, fetch_deb
-from .kernel_debs import tiny_kernel
+from .kernel_debs import tiny_packages
 
 SCRIPTS = Path(__file__).parent / "fixtures" / "maintscripts"
 
@@ -118,9 +118,12 @@ def test_debian_kernel_package_needs_no_change_and_is_copied_unchanged(tmp_path)
 def test_bindeb_pkg_kernel_is_repacked(tmp_path):
     """The real thing: `make bindeb-pkg` of linux-source-7.2 (built once, cached)."""
     try:
-        deb = tiny_kernel()
+        deb, libc = tiny_packages()
     except MirrorUnreachable as e:
         pytest.skip(str(e))
+    # Its linux-libc-dev has no maintainer scripts: copied as it is.
+    unchanged = repack(libc, tmp_path / "out")
+    assert unchanged["status"] == "unchanged" and sha256_file(unchanged["output"]) == sha256_file(libc)
     report = repack(deb, tmp_path / "out", compressor="gzip")
     assert report["status"] == "repacked"
     assert set(report["changes"]) >= {"postinst"}

@@ -216,3 +216,18 @@ def test_quoted_heredoc_keeps_dollars_live(roots, tmp_path):
 def test_unbalanced_script_is_a_clear_error():
     with pytest.raises(ShellSyntaxError, match="line 2: unterminated double quote"):
         rewrite('#!/bin/sh\necho "oops\nrun-parts /a /b\n')
+
+
+def test_redirection_before_the_command_is_kept(roots, tmp_path):
+    etc, share, log = roots
+    _hook(etc / "d", "a", log)
+    text = "#!/bin/sh\nset -e\n>/dev/null run-parts /etc/kernel/d /usr/share/kernel/d\n"
+    new, changes = rewrite(_relocate(text, etc, share, tmp_path))
+    assert len(changes) == 1 and '"$arcops_dir" >/dev/null' in changes[0].after
+    assert _run(new, tmp_path).returncode == 0 and log.read_text() == "etc/a\n"
+
+
+@pytest.mark.parametrize("wrapper", ["exec", "env FOO=1", "nice -n 5"])
+def test_run_parts_behind_a_wrapper_is_an_error_not_a_silent_miss(wrapper):
+    with pytest.raises(ShellSyntaxError, match=f"line 3: run-parts is run through {wrapper.split()[0]}"):
+        rewrite(f"#!/bin/sh\nset -e\n{wrapper} run-parts /a /b\n")

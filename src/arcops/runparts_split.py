@@ -25,6 +25,9 @@ from dataclasses import asdict, dataclass
 from .shellscan import Command, HereDoc, ShellSyntaxError, commands
 
 RUN_PARTS = frozenset({"run-parts", "/bin/run-parts", "/usr/bin/run-parts"})
+# Commands that run their arguments as a command: a run-parts behind them is not rewritten
+# (exec would end the script, env/nice change its environment) but reported as an error.
+_WRAPPERS = frozenset({"exec", "command", "env", "nice", "nohup", "time", "xargs", "sudo"})
 # run-parts options that take the next word as their value when written without "=".
 _TAKES_VALUE = frozenset({"-a", "--arg", "-u", "--umask", "--regex"})
 
@@ -78,6 +81,14 @@ def needs_split(cmd: Command) -> bool:
     return len(operands) > 1 or any(splits for _, splits in operands)
 
 
+def _wrapped(cmd: Command) -> bool:
+    """A run-parts with several directories run through exec/env/...: not rewritten blindly."""
+    if not cmd.words or cmd.words[0].text not in _WRAPPERS:
+        return False
+    at = next((i for i, w in enumerate(cmd.words) if w.text in RUN_PARTS), None)
+    return at is not None and needs_split(Command([], cmd.words[at:], [], cmd.start, cmd.end))
+
+
 def _replacement(cmd: Command, live_dollar: bool) -> str:
     options, operands, exit_on_error = _split_args(cmd)
     d = "\\$" if live_dollar else "$"  # in an unquoted here-doc our own expansions must stay literal
@@ -101,6 +112,9 @@ def _rewrite(text: str, in_heredoc: bool, live_dollar: bool, line_offset: int) -
     edits: list[tuple[int, int, str]] = []
     changes: list[Change] = []
     for cmd in cmds:
+        if _wrapped(cmd):
+            where, wrapper = cmd.line + line_offset, cmd.words[0].text
+            raise ShellSyntaxError(f"line {where}: run-parts is run through {wrapper}; rewrite it by hand")
         if not needs_split(cmd):
             continue
         if any(r.lstrip("0123456789").startswith("<<") for r in cmd.redirects):

@@ -253,12 +253,12 @@ def commands(script: str) -> tuple[list[Command], list[HereDoc]]:
             target = tokens[k + 1] if k + 1 < len(tokens) and tokens[k + 1].kind == "word" else None
             if target is None:
                 raise ShellSyntaxError(f"redirection {op.text!r} without a target")
-            if current is not None:
-                current.redirects.append(script[tokens[first].start : target.end])
-                current.end = target.end
+            if current is None:  # a redirection may come first: ">/dev/null run-parts ..."
+                current = Command([], [], [], tokens[first].start, target.end)
+            current.redirects.append(script[tokens[first].start : target.end])
+            current.end = target.end
             if op.text in ("<<", "<<-"):
-                if current is not None:
-                    current.heredocs.append(lexer.heredocs[heredoc_index])
+                current.heredocs.append(lexer.heredocs[heredoc_index])
                 heredoc_index += 1
             k += 2
             continue
