@@ -12,7 +12,7 @@ import pytest
 
 from arcops import cli
 from arcops.checksum import sha256_file
-from arcops.debrepack import MARKER_FIELD, RepackError, marker_sha256, repack, repack_all
+from arcops.debrepack import MARKER_FIELD, RepackError, repack, repack_all
 from arcops.debs import members
 
 from .debian_mirror import MirrorUnreachable, fetch_deb
@@ -63,7 +63,8 @@ def test_ubuntu_template_package_is_repacked_and_marked(ubuntu_style_deb, tmp_pa
     # Same identity, same files; marked with the source's sha256; compressor kept.
     for field in ("Package", "Version", "Architecture"):
         assert _field(output, field) == _field(ubuntu_style_deb, field)
-    assert marker_sha256(_field(output, MARKER_FIELD)) == sha256_file(ubuntu_style_deb)
+    assert _field(output, MARKER_FIELD) == report["marker"]
+    assert report["marker"].endswith(f"; source sha256 {sha256_file(ubuntu_style_deb)}")
     assert _contents(output) == _contents(ubuntu_style_deb)
     assert members(output) == ["debian-binary", "control.tar.xz", "data.tar.xz"]
     assert Path(str(output) + ".debrepack.json").is_file()

@@ -84,15 +84,22 @@ def _add_marker(control: Path, value: str) -> None:
     control.write_text("\n".join(lines) + f"\n{MARKER_FIELD}: {value}\n")
 
 
-def repack(deb: str | Path, outdir: str | Path, compressor: str | None = None) -> dict:
-    """Repack (or copy) one .deb into OUTDIR; returns its report. Skips work already done."""
-    deb, outdir = Path(deb), Path(outdir)
+def _identity(deb: Path) -> dict[str, str]:
+    """Package, Version and Architecture of a .deb, or a RepackError saying why it is not one."""
     if not deb.is_file():
         raise RepackError(f"{deb}: no such file")
     try:
-        fields = control_fields(deb, "Package", "Version", "Architecture")
+        return control_fields(deb, "Package", "Version", "Architecture")
     except DebError as e:
         raise RepackError(str(e)) from e
+
+
+def repack(deb: str | Path, outdir: str | Path, compressor: str | None = None) -> dict:
+    """Repack (or copy) one .deb into OUTDIR; returns its report. Skips work already done."""
+    return _repack(Path(deb), _identity(Path(deb)), Path(outdir), compressor)
+
+
+def _repack(deb: Path, fields: dict[str, str], outdir: Path, compressor: str | None) -> dict:
     source_sha256 = sha256_file(deb)
     output = outdir / deb.name
     previous = previous_report(output, source_sha256)
@@ -162,18 +169,5 @@ def previous_report(output: Path, source_sha256: str) -> dict | None:
 
 def repack_all(debs: list[str | Path], outdir: str | Path, compressor: str | None = None) -> list[dict]:
     """Repack several packages; every input is checked to be a .deb before any is written."""
-    for deb in debs:
-        if not Path(deb).is_file():
-            raise RepackError(f"{deb}: no such file")
-        try:
-            control_fields(deb, "Package")
-        except DebError as e:
-            raise RepackError(str(e)) from e
-    return [repack(deb, outdir, compressor) for deb in debs]
-
-
-def marker_sha256(marker: str | None) -> str | None:
-    """The source sha256 named in a marker field value (None when not repacked)."""
-    if not marker or "source sha256 " not in marker:
-        return None
-    return marker.rsplit("source sha256 ", 1)[1].strip()
+    checked = [(Path(deb), _identity(Path(deb))) for deb in debs]
+    return [_repack(deb, fields, Path(outdir), compressor) for deb, fields in checked]

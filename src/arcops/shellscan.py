@@ -10,7 +10,7 @@ e.g. a trigger file written with `cat <<EOF`).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 OPERATORS = ("&&", "||", ";;", "<<-", "<<", ">>", ">&", "<&", "<>", ">|", ";", "&", "|", "(", ")", "<", ">")
 REDIRECTS = frozenset({"<<-", "<<", ">>", ">&", "<&", "<>", ">|", "<", ">"})
@@ -47,7 +47,6 @@ class Command:
     redirects: list[str]  # each as written, e.g. ">/dev/null", "2>&1"
     start: int
     end: int
-    heredocs: list[HereDoc] = field(default_factory=list)
     line: int = 0  # 1-based line of its first word
 
     def text(self, script: str) -> str:
@@ -229,7 +228,6 @@ def commands(script: str) -> tuple[list[Command], list[HereDoc]]:
     current: Command | None = None
     at_start = True
     k = 0
-    heredoc_index = 0  # here-docs are numbered in the order of their << operators
 
     def close() -> None:
         nonlocal current
@@ -257,9 +255,6 @@ def commands(script: str) -> tuple[list[Command], list[HereDoc]]:
                 current = Command([], [], [], tokens[first].start, target.end)
             current.redirects.append(script[tokens[first].start : target.end])
             current.end = target.end
-            if op.text in ("<<", "<<-"):
-                current.heredocs.append(lexer.heredocs[heredoc_index])
-                heredoc_index += 1
             k += 2
             continue
         word = Word(t.text, t.start, t.end, t.splits)
