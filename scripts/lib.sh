@@ -6,7 +6,8 @@ ARCOPS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # so a second run or a fresh clone on the same machine reuses it.
 ARCOPS_CACHE=${ARCOPS_CACHE:-/var/cache/arcops}
 ARCOPS_VENV=${ARCOPS_VENV:-$ARCOPS_ROOT/.venv}
-export ARCOPS_ROOT ARCOPS_CACHE ARCOPS_VENV
+ARCOPS_SYCL_SDK=${ARCOPS_SYCL_SDK:-$ARCOPS_ROOT/.venv-sycl}  # PyPI SYCL runtime + headers (tests)
+export ARCOPS_ROOT ARCOPS_CACHE ARCOPS_VENV ARCOPS_SYCL_SDK
 
 log() { printf '\033[1m[arcops]\033[0m %s\n' "$*" >&2; }
 die() { printf '\033[1;31m[arcops] error:\033[0m %s\n' "$*" >&2; exit 1; }

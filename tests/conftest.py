@@ -31,3 +31,23 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "arc_hardware" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def sycl_sdk():
+    """PyPI's SYCL runtime + headers; a missing SDK fails (scripts/bootstrap installs it), never skips."""
+    from .sycl_sdk import find_sdk
+
+    sdk = find_sdk()
+    if sdk is None:
+        pytest.fail("no SYCL SDK in $ARCOPS_SYCL_SDK or .venv-sycl: run scripts/bootstrap")
+    return sdk
+
+
+@pytest.fixture(scope="session")
+def llama_fixture_repo(tmp_path_factory):
+    """(bare repo, tag -> sha) of tests/fixtures/llama_cpp."""
+    from .llama_fixture import make_repo
+
+    repo = tmp_path_factory.mktemp("llama") / "llama.cpp.git"
+    return repo, make_repo(repo)

@@ -14,32 +14,70 @@ from .conftest import REPO
 ANSIBLE = shutil.which("ansible", path=str(Path(sys.executable).parent)) or shutil.which("ansible")
 
 
-@pytest.mark.skipif(ANSIBLE is None, reason="ansible is not installed (scripts/bootstrap installs it)")
-def test_facts_module_runs_through_ansiballz(dual_b60):
+needs_ansible = pytest.mark.skipif(
+    ANSIBLE is None, reason="ansible is not installed (scripts/bootstrap installs it)"
+)
+
+
+def run_module(module: str, args: str, env: dict | None = None, check: bool = False) -> dict:
+    """One module through ansible's local connection; its result as JSON."""
     env = dict(
-        os.environ,
+        env or os.environ,
         ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
         ANSIBLE_STDOUT_CALLBACK="json",
         ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
     )
-    argv = [
-        ANSIBLE,
-        "localhost",
-        "-i",
-        "localhost,",
-        "-c",
-        "local",
-        "-m",
-        "arcops_facts",
-        "-a",
-        f"root={dual_b60}",
-        "-e",
-        f"ansible_python_interpreter={sys.executable}",
-    ]
-    result = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, check=True)
-    task = json.loads(result.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    argv = [ANSIBLE, "localhost", "-i", "localhost,", "-c", "local", "-m", module, "-a", args]
+    argv += ["-e", f"ansible_python_interpreter={sys.executable}"] + (["--check"] if check else [])
+    result = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True)
+    return json.loads(result.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+
+
+@needs_ansible
+def test_facts_module_runs_through_ansiballz(dual_b60):
+    task = run_module("arcops_facts", f"root={dual_b60}")
     assert task["changed"] is False
     facts = task["ansible_facts"]["arcops"]
     assert facts["simulated"] is True
     assert [g["model"] for g in facts["gpus"]] == ["Arc Pro B60", "Arc Pro B60"]
     assert [g["guc_loaded"] for g in facts["gpus"]] == ["70.60.0", "70.60.0"]
+
+
+@needs_ansible
+def test_llama_source_module_changes_once_and_reports_the_path(llama_fixture_repo, tmp_path):
+    from arcops.llama_source import HELPER, SYCL_DIR
+
+    from .llama_fixture import export
+
+    repo, shas = llama_fixture_repo
+    root = export(repo, shas["fixture-old"], tmp_path / "src")
+    helper = REPO / "src/arcops/cxx" / HELPER
+    args = f"src={root} helper={helper} f16=false"
+    check = run_module("arcops_llama_source", args, check=True)
+    assert check["changed"] is True and not (root / SYCL_DIR / HELPER).exists()
+    first = run_module("arcops_llama_source", args)
+    assert (first["changed"], first["path"], len(first["sites"])) == (True, "arcops", 8)
+    assert first["cmake_args"] == ["-DGGML_SYCL=ON", "-DGGML_SYCL_F16=OFF"]
+    second = run_module("arcops_llama_source", args)
+    assert (second["changed"], second["path"]) == (False, "arcops")
+    broken = run_module("arcops_llama_source", f"src={tmp_path} helper={helper}")
+    assert broken["failed"] is True
+    assert broken["msg"].startswith(f"llama.cpp source: {tmp_path} has no {SYCL_DIR}")
+
+
+@needs_ansible
+def test_alloc_probe_module_fails_clearly_without_a_level_zero_gpu(sycl_sdk, tmp_path):
+    from .sycl_sdk import CXX_DIR
+
+    probe = sycl_sdk.compile([CXX_DIR / "arcops-alloc-probe.cpp"], tmp_path / "probe", [CXX_DIR])
+    task = run_module(
+        "arcops_alloc_probe", f"probe={probe} gib=0.05", env=sycl_sdk.env(tmp_path, cpu_device=True)
+    )
+    assert task["failed"] is True and task["changed"] is False
+    assert task["msg"].startswith("allocation probe: no Level Zero GPU: the probe ran on ")
+    assert task["report"]["exit_code"] == 4
+    assert task["verdict"]["costs"]["arcops_ze_malloc_device"]["path"] == "sycl"
+    none = run_module(
+        "arcops_alloc_probe", f"probe={probe} gib=0.05", env=sycl_sdk.env(tmp_path, cpu_device=False)
+    )
+    assert "no SYCL device found" in none["msg"]

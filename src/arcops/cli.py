@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from . import __version__, bundle, debrepack, facts, firmware, grub, journal
+from . import __version__, allocprobe, bundle, debrepack, facts, firmware, grub, journal, llama_source
 from .debs import DebError
 from .report import print_json, print_table
 from .sysroot import SysRoot
@@ -153,6 +153,45 @@ def _cmd_debrepack(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_llama_source(args: argparse.Namespace) -> int:
+    try:
+        result = llama_source.apply(args.source, llama_source.shipped_helper(), check=args.check).as_dict()
+    except (llama_source.SourceMismatch, OSError) as e:
+        print(f"arcops: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print_json(result)
+        return 0
+    if result["path"] == "upstream":
+        print(f"upstream Level Zero allocation path ({', '.join(result['evidence'])}); source left as is")
+        for where in result["unrouted"]:
+            print(f"  still sycl::malloc_device: {where}")
+    elif result["changed"]:
+        verb = "would route" if args.check else "routed"
+        print(f"arcops change: {verb} {len(result['sites'])} call(s) through {llama_source.HELPER}")
+        for site in result["sites"]:
+            print(f"  {site['file']}:{site['line']}: {site['before']}")
+    else:
+        print("arcops change already applied")
+    print("cmake: " + " ".join(result["cmake_args"]))
+    return 0
+
+
+def _cmd_alloc_probe_verdict(args: argparse.Namespace) -> int:
+    try:
+        text = sys.stdin.read() if args.report == "-" else Path(args.report).read_text()
+        found = allocprobe.verdict(allocprobe.parse(text), args.max_host_ram_fraction)
+    except (allocprobe.ProbeError, OSError) as e:
+        print(f"arcops: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print_json(found.as_dict())
+    else:
+        print("\n".join(found.summary()))
+        print("verdict: " + ("ok" if found.ok else "FAILED"))
+    return 0 if found.ok else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="arcops", description="Facts and checks for Intel Arc inference boxes."
@@ -220,6 +259,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print the reports as JSON")
     p.set_defaults(func=_cmd_debrepack)
+
+    p = sub.add_parser(
+        "llama-source",
+        help="llama.cpp source: detect its Level Zero allocation path, or route allocations through arcops'",
+    )
+    p.add_argument("source", help="llama.cpp source tree (changed in place unless --check)")
+    p.add_argument("--check", action="store_true", help="report what would change; write nothing")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_llama_source)
+
+    p = sub.add_parser(
+        "alloc-probe-verdict", help="judge arcops-alloc-probe JSON (exit 0 ok, 1 failed, 2 bad input)"
+    )
+    p.add_argument("report", help="the probe's JSON output, or - for standard input")
+    p.add_argument(
+        "--max-host-ram-fraction",
+        type=float,
+        default=allocprobe.DEFAULT_MAX_FRACTION,
+        help="host RAM a Level Zero allocation may cost, as a fraction of its size (default 0.01)",
+    )
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_alloc_probe_verdict)
     return parser
 
 

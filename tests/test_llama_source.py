@@ -1,0 +1,253 @@
+"""Source detection and the arcops change: the git fixture (always) and real llama.cpp (when available)."""
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from arcops import cli, llama_source
+
+from .llama_fixture import FIXTURE, export
+
+HELPER = llama_source.shipped_helper()
+SYCL = llama_source.SYCL_DIR
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture
+def source(llama_fixture_repo, tmp_path):
+    repo, shas = llama_fixture_repo
+    return lambda tag: export(repo, shas[tag], tmp_path / tag)
+
+
+def test_old_source_gets_every_device_allocation_and_free_routed(source):
+    root = source("fixture-old")
+    before = tree_digest(root)
+    result = llama_source.apply(root, HELPER)
+    assert (result.path, result.changed) == ("arcops", True)
+    assert [(s.file.rsplit("/", 1)[1], s.line, s.kind) for s in result.sites] == [
+        ("common.cpp", 6, "free"),
+        ("ggml-sycl.cpp", 14, "alloc"),
+        ("ggml-sycl.cpp", 20, "free"),
+        ("ggml-sycl.cpp", 24, "alloc"),
+        ("ggml-sycl.cpp", 31, "alloc"),
+        ("ggml-sycl.cpp", 37, "alloc"),
+        ("ggml-sycl.cpp", 41, "alloc"),
+        ("ggml-sycl.cpp", 49, "free"),
+    ]
+    by_line = {(s.file.rsplit("/", 1)[1], s.line): s for s in result.sites}
+    assert by_line["ggml-sycl.cpp", 14].before == "sycl::malloc_device( size, *stream)"
+    assert by_line["ggml-sycl.cpp", 14].after == "arcops_ze_malloc_device(size, *stream)"
+    assert by_line["ggml-sycl.cpp", 37].after == (
+        "static_cast<float *>(arcops_ze_malloc_device((n) * sizeof(float), *qptr))"
+    )
+    assert by_line["ggml-sycl.cpp", 41].before == "sycl::malloc(size, *stream, sycl::usm::alloc::device)"
+    assert by_line["common.cpp", 6].after == "arcops_ze_free_device(data_device[i], *(streams[i]))"
+    assert result.files == [
+        f"{SYCL}/common.cpp",
+        f"{SYCL}/ggml-sycl.cpp",
+        f"{SYCL}/CMakeLists.txt",
+        f"{SYCL}/arcops-ze-alloc.hpp",
+    ]
+    assert result.as_dict()["cmake_args"] == ["-DGGML_SYCL=ON", "-DGGML_SYCL_F16=ON"]
+
+    after = tree_digest(root)
+    assert sorted(set(after) - set(before)) == [f"{SYCL}/arcops-ze-alloc.hpp"]
+    assert sorted(k for k in before if before[k] != after[k]) == sorted(result.files[:3])
+    code = (root / SYCL / "ggml-sycl.cpp").read_text()
+    assert "sycl::malloc_device(\n" not in code and "sycl::malloc_host(size, *qptr)" in code  # host untouched
+    assert "// Buffers come from sycl::malloc_device(size, *stream)" in code  # comment untouched
+    assert '"sycl::malloc_device(size, q) in a string is not a call"' in code
+    assert (root / SYCL / "dpct/helper.hpp").read_text() == (
+        FIXTURE / "old" / SYCL / "dpct/helper.hpp"
+    ).read_text()
+    assert code.count('#include "arcops-ze-alloc.hpp"') == 1
+    cmake = (root / SYCL / "CMakeLists.txt").read_text()
+    assert "target_link_libraries(ggml-sycl PRIVATE ${ARCOPS_ZE_LOADER})" in cmake
+    assert (root / SYCL / "arcops-ze-alloc.hpp").read_text() == HELPER
+
+
+def test_second_run_and_check_mode_change_nothing(source):
+    root = source("fixture-old")
+    check = llama_source.apply(root, HELPER, check=True)
+    assert check.changed and tree_digest(root) == tree_digest(FIXTURE / "old")  # nothing written
+    llama_source.apply(root, HELPER)
+    done = tree_digest(root)
+    again = llama_source.apply(root, HELPER)
+    assert (again.path, again.changed, again.files) == ("arcops", False, [])
+    assert tree_digest(root) == done
+
+
+def test_interrupted_run_completes_without_double_includes(source):
+    root = source("fixture-old")
+    llama_source.apply(root, HELPER)
+    (root / SYCL / "arcops-ze-alloc.hpp").unlink()  # as if stopped before the last write
+    done = llama_source.apply(root, HELPER)
+    assert (done.path, done.changed, done.sites, done.files) == (
+        "arcops",
+        True,
+        [],
+        [f"{SYCL}/arcops-ze-alloc.hpp"],
+    )
+    assert (root / SYCL / "ggml-sycl.cpp").read_text().count("arcops-ze-alloc.hpp") == 1
+    assert (root / SYCL / "CMakeLists.txt").read_text().count(llama_source.CMAKE_MARK) == 1
+
+
+def test_recent_source_takes_the_upstream_path_and_is_left_alone(source):
+    root = source("fixture-recent")
+    before = tree_digest(root)
+    result = llama_source.apply(root, HELPER)
+    assert (result.path, result.changed, result.files) == ("upstream", False, [])
+    assert result.evidence == [f"{SYCL}/common.cpp:15"]
+    assert result.as_dict()["cmake_args"] == [
+        "-DGGML_SYCL=ON",
+        "-DGGML_SYCL_F16=ON",
+        "-DGGML_SYCL_SUPPORT_LEVEL_ZERO_API=ON",
+    ]
+    assert f"{SYCL}/common.cpp:22: sycl::malloc_device(size, q)" in result.unrouted
+    assert f"{SYCL}/ggml-sycl.cpp:14: sycl::malloc_device( size, *stream)" in result.unrouted
+    assert tree_digest(root) == before
+    assert result.as_dict(f16=False)["cmake_args"][1] == "-DGGML_SYCL_F16=OFF"
+
+
+def test_unsupported_allocation_form_fails_naming_it_and_writes_nothing(source):
+    root = source("fixture-unsupported")
+    before = tree_digest(root)
+    with pytest.raises(
+        llama_source.SourceMismatch, match=r"ggml-sycl.cpp:7: `sycl::aligned_alloc_device\(64, size"
+    ):
+        llama_source.apply(root, HELPER)
+    assert tree_digest(root) == before
+
+
+def test_source_without_the_sycl_target_or_backend_is_refused(source, tmp_path):
+    root = source("fixture-old")
+    cmake = root / SYCL / "CMakeLists.txt"
+    cmake.write_text(
+        cmake.read_text().replace("ggml_add_backend_library(ggml-sycl", "add_library(ggml-other")
+    )
+    with pytest.raises(llama_source.SourceMismatch, match="no ggml-sycl target"):
+        llama_source.apply(root, HELPER)
+    assert not (root / SYCL / "arcops-ze-alloc.hpp").exists()
+    with pytest.raises(llama_source.SourceMismatch, match=r"not a llama\.cpp source with the SYCL backend"):
+        llama_source.apply(tmp_path / "empty", HELPER)
+    with pytest.raises(llama_source.SourceMismatch, match="the helper given is not"):
+        llama_source.apply(root, "// some other header\n")
+
+
+def test_changed_fixture_compiles_and_its_allocations_work_on_the_cpu_device(source, sycl_sdk, tmp_path):
+    """g++ + PyPI SYCL: the rewritten call sites compile against the helper and run (fallback path)."""
+    driver = FIXTURE / "driver.cpp"
+
+    def build_and_run(root, name):
+        sycl = root / SYCL
+        exe = sycl_sdk.compile([sycl / "ggml-sycl.cpp", sycl / "common.cpp", driver], tmp_path / name, [sycl])
+        env = sycl_sdk.env(tmp_path, cpu_device=True)
+        done = subprocess.run([str(exe)], env=env, capture_output=True, text=True, timeout=120)
+        symbols = subprocess.run(
+            ["nm", "-C", "--undefined-only", str(exe)], capture_output=True, text=True
+        ).stdout
+        return done, symbols
+
+    root = source("fixture-old")
+    plain, plain_symbols = build_and_run(root, "plain")
+    llama_source.apply(root, HELPER)
+    changed, changed_symbols = build_and_run(root, "changed")
+    for done in (plain, changed):
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert [line.split()[1] for line in done.stdout.splitlines()[:7]] == ["ok"] * 7
+    assert "zeMemAllocDevice" not in plain_symbols
+    assert "zeMemAllocDevice" in changed_symbols and "zeMemFree" in changed_symbols
+
+
+def test_cli_reports_the_path_and_exit_codes(source, capsys):
+    root = source("fixture-old")
+    assert cli.main(["llama-source", "--check", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("arcops change: would route 8 call(s) through arcops-ze-alloc.hpp")
+    assert "cmake: -DGGML_SYCL=ON -DGGML_SYCL_F16=ON" in out
+    assert cli.main(["llama-source", str(root)]) == 0
+    assert cli.main(["llama-source", str(root)]) == 0
+    assert "arcops change already applied" in capsys.readouterr().out
+    assert cli.main(["llama-source", str(source("fixture-recent"))]) == 0
+    assert "upstream Level Zero allocation path" in capsys.readouterr().out
+    assert cli.main(["llama-source", str(source("fixture-unsupported"))]) == 2
+    assert "aligned_alloc_device" in capsys.readouterr().err
+
+
+# Real llama.cpp: a git repository (bare or not) holding these commits, named by ARCOPS_LLAMA_CPP_GIT.
+REAL_GIT = os.environ.get("ARCOPS_LLAMA_CPP_GIT")
+REAL = {
+    "b8696": "69c28f1547c169902f62ca48bee75fb876c4d8e6",  # the field report's pin (2026-04-07)
+    "last-before-level-zero": "4c1c3ac09d6c0cd1176f307a14267e86dcf59998",  # 2026-05-13
+    "level-zero-added": "9ed6e19b9d7e14a71a19622287b2dcd495a828b8",  # 2026-05-14, first option name
+    "level-zero-api": "9724f664e803e70eb8d046a3fac411122ad42ff7",  # 2026-06-18, option renamed _API
+}
+needs_real = pytest.mark.skipif(
+    not REAL_GIT,
+    reason="no llama.cpp checkout: set ARCOPS_LLAMA_CPP_GIT to a llama.cpp git repository (README, Tests)",
+)
+
+
+def real_source(rev, dest):
+    dest.mkdir()
+    git_dir = Path(REAL_GIT) / ".git" if (Path(REAL_GIT) / ".git").is_dir() else Path(REAL_GIT)
+    archive = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "archive", rev, SYCL, "ggml/CMakeLists.txt"],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    return dest
+
+
+@needs_real
+def test_real_b8696_gets_the_change(tmp_path):
+    root = real_source(REAL["b8696"], tmp_path / "src")
+    result = llama_source.apply(root, HELPER)
+    assert (result.path, result.changed) == ("arcops", True)
+    allocs = [f"{s.file.rsplit('/', 1)[1]}:{s.line}" for s in result.sites if s.kind == "alloc"]
+    # The field report's three sycl::malloc_device sites, and the reorder buffer's device sycl::malloc.
+    assert allocs == ["ggml-sycl.cpp:659", "ggml-sycl.cpp:911", "ggml-sycl.cpp:1320", "ggml-sycl.cpp:3319"]
+    assert len([s for s in result.sites if s.kind == "free"]) == 7
+    assert result.files == [
+        f"{SYCL}/common.cpp",
+        f"{SYCL}/ggml-sycl.cpp",
+        f"{SYCL}/CMakeLists.txt",
+        f"{SYCL}/arcops-ze-alloc.hpp",
+    ]
+    assert llama_source.apply(root, HELPER).changed is False
+
+
+@needs_real
+def test_real_last_commit_before_level_zero_gets_the_change(tmp_path):
+    result = llama_source.apply(real_source(REAL["last-before-level-zero"], tmp_path / "src"), HELPER)
+    assert result.path == "arcops"
+    assert f"{SYCL}/fattn-buffers.cpp" in result.files  # a newer allocation site is routed too
+
+
+@pytest.mark.parametrize(
+    ("rev", "option"),
+    [
+        ("level-zero-added", "GGML_SYCL_SUPPORT_LEVEL_ZERO"),
+        ("level-zero-api", "GGML_SYCL_SUPPORT_LEVEL_ZERO_API"),
+    ],
+)
+@needs_real
+def test_real_recent_sources_take_the_upstream_path(tmp_path, rev, option):
+    root = real_source(REAL[rev], tmp_path / "src")
+    before = tree_digest(root)
+    result = llama_source.apply(root, HELPER)
+    assert (result.path, result.changed) == ("upstream", False)
+    assert any(e.startswith(f"{SYCL}/common.cpp:") for e in result.evidence)
+    assert f"-D{option}=ON" in result.as_dict()["cmake_args"]
+    assert tree_digest(root) == before
