@@ -4,6 +4,7 @@ See tests/fixtures/llama_cpp/README.md. Used by the unit tests (source detection
 compiled against PyPI's SYCL) and by the llama_cpp_sycl molecule scenario (clone, change, build).
 
     python -m tests.llama_fixture DEST      # creates DEST (a bare repository), prints tag -> sha
+    python -m tests.llama_fixture DEST.tar  # the same, as one tar of the bare repository (to copy)
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 from pathlib import Path
 
@@ -66,5 +68,18 @@ def export(repo: Path | str, rev: str, dest: Path | str) -> Path:
     return dest
 
 
+def make_tar(dest: Path | str) -> dict[str, str]:
+    """make_repo, packed as DEST (a tar whose top folder is the bare repository's name)."""
+    dest = Path(dest)
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Path(tmp) / dest.name.removesuffix(".tar")
+        shas = make_repo(repo)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(dest, "w") as tar:
+            tar.add(repo, arcname=repo.name)
+    return shas
+
+
 if __name__ == "__main__":
-    print(json.dumps(make_repo(sys.argv[1]), indent=2))
+    out = sys.argv[1]
+    print(json.dumps((make_tar if out.endswith(".tar") else make_repo)(out), indent=2))

@@ -60,6 +60,8 @@ def test_old_source_gets_every_device_allocation_and_free_routed(source):
     ]
     assert result.as_dict()["cmake_args"] == ["-DGGML_SYCL=ON", "-DGGML_SYCL_F16=ON"]
 
+    # After the rewrite (one line per call now), each call is found again where it landed.
+    assert len(result.routed) == 8 and result.routed[0] == f"{SYCL}/common.cpp:7"
     after = tree_digest(root)
     assert sorted(set(after) - set(before)) == [f"{SYCL}/arcops-ze-alloc.hpp"]
     assert sorted(k for k in before if before[k] != after[k]) == sorted(result.files[:3])
@@ -84,6 +86,7 @@ def test_second_run_and_check_mode_change_nothing(source):
     done = tree_digest(root)
     again = llama_source.apply(root, HELPER)
     assert (again.path, again.changed, again.files) == ("arcops", False, [])
+    assert len(again.routed) == 8  # a re-run still says what the change routed
     assert tree_digest(root) == done
 
 

@@ -67,6 +67,8 @@ class Result:
     files: list[str] = field(default_factory=list)  # files written (or that would be)
     # upstream path only: device allocations its Level Zero path does not cover (for the report)
     unrouted: list[str] = field(default_factory=list)
+    # arcops path: where the tree calls the helper (after this run), file:line
+    routed: list[str] = field(default_factory=list)
 
     def as_dict(self, f16: bool = True) -> dict:
         return {
@@ -78,6 +80,7 @@ class Result:
             "sites": [s.as_dict() for s in self.sites],
             "files": self.files,
             "unrouted": self.unrouted,
+            "routed": self.routed,
         }
 
 
@@ -230,6 +233,17 @@ def _add_include(text: str) -> str:
     return text[: m.end()] + line + text[m.end() :] if m else line + text
 
 
+def routed(root: Path | str) -> list[str]:
+    """file:line of every helper call in the backend (what the change routed)."""
+    root = Path(root)
+    return [
+        f"{src.relative_to(root)}:{text.count(chr(10), 0, m.start()) + 1}"
+        for src in _sources(root / SYCL_DIR)
+        for text in [src.read_text(errors="replace")]
+        for m in re.finditer(r"\barcops_ze_(malloc|free)_device\s*\(", _mask(text))
+    ]
+
+
 def inspect(root: Path | str) -> tuple[Result, dict[Path, str]]:
     """What the source needs: the result and the new text of each file to write (empty if none)."""
     root = Path(root)
@@ -241,7 +255,7 @@ def inspect(root: Path | str) -> tuple[Result, dict[Path, str]]:
         raise SourceMismatch(f"{root}: no GGML_SYCL option in ggml/CMakeLists.txt")
     helper = sycl / HELPER
     if helper.is_file() and HELPER_MARK in helper.read_text(errors="replace"):
-        return Result("arcops", False, options), {}
+        return Result("arcops", False, options, routed=routed(root)), {}
 
     texts = {src: src.read_text(errors="replace") for src in _sources(sycl)}
     evidence = [
@@ -304,4 +318,6 @@ def apply(root: Path | str, helper_text: str, check: bool = False) -> Result:
     for path in writes:
         if path.name == HELPER:  # last: its presence marks the source as changed
             path.write_text(helper_text)
+    if result.path == "arcops":
+        result.routed = routed(root)
     return result
