@@ -31,3 +31,20 @@ def test_two_or_more_arc_gpus_bound_to_xe(real_box):
 def test_every_arc_gpu_loaded_the_pinned_guc(real_box):
     arc = [g for g in real_box["gpus"] if g["model"]]
     assert [g["guc_loaded"] for g in arc] == [EXPECTED_GUC] * len(arc)
+
+
+PROBE = "/opt/arcops/llama.cpp/current/bin/arcops-alloc-probe"
+ONEAPI_ENV = "/usr/local/libexec/arcops/oneapi-env"
+
+
+def test_level_zero_allocations_cost_no_host_ram():
+    """The llama_cpp_sycl role's probe, run again: both Level Zero paths under 1% of 4 GiB."""
+    import subprocess
+
+    from arcops import allocprobe
+
+    done = subprocess.run([ONEAPI_ENV, PROBE, "--gib", "4"], capture_output=True, text=True, timeout=300)
+    verdict = allocprobe.verdict(allocprobe.parse(done.stdout))
+    assert verdict.ok, "\n".join(verdict.summary())
+    # The problem the fix removes is visible on this box: sycl::malloc_device mirrors into host RAM.
+    print("\n".join(verdict.summary()))
