@@ -34,7 +34,7 @@ def test_every_arc_gpu_loaded_the_pinned_guc(real_box):
 
 
 PROBE = "/opt/arcops/llama.cpp/current/bin/arcops-alloc-probe"
-ONEAPI_ENV = "/usr/local/libexec/arcops/oneapi-env"
+ONEAPI_ENV = "/opt/arcops/llama.cpp/current/bin/oneapi-env"  # the build's oneAPI release
 
 
 def test_level_zero_allocations_cost_no_host_ram():
