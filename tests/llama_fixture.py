@@ -19,8 +19,9 @@ import tempfile
 from pathlib import Path
 
 FIXTURE = Path(__file__).parent / "fixtures" / "llama_cpp"
-# Tag -> tree overlaid on the previous commit's files, in commit order.
-COMMITS = [("fixture-old", "old"), ("fixture-recent", "recent"), ("fixture-unsupported", "unsupported")]
+# Tag -> what the commit does to the previous one, in commit order: a tree overlaid on its
+# files, or a patch applied to them.
+COMMITS = [("fixture-old", "old"), ("fixture-recent", "recent.patch"), ("fixture-unsupported", "unsupported")]
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "arcops tests",
     "GIT_AUTHOR_EMAIL": "tests@arcops.invalid",
@@ -47,9 +48,12 @@ def make_repo(dest: Path | str) -> dict[str, str]:
         for tag, tree in COMMITS:
             if tag == "fixture-unsupported":  # a side branch off old, not a successor of recent
                 _git(work, "checkout", "-q", "-b", "unsupported", shas["fixture-old"])
-            shutil.copytree(FIXTURE / tree, work, dirs_exist_ok=True)
+            if tree.endswith(".patch"):
+                _git(work, "apply", str(FIXTURE / tree))
+            else:
+                shutil.copytree(FIXTURE / tree, work, dirs_exist_ok=True)
             _git(work, "add", "-A")
-            _git(work, "commit", "-q", "-m", f"llama.cpp fixture: {tree}")
+            _git(work, "commit", "-q", "-m", f"llama.cpp fixture: {tree.removesuffix('.patch')}")
             _git(work, "tag", tag)
             shas[tag] = _git(work, "rev-parse", "HEAD")
         _git(work, "checkout", "-q", "master")
