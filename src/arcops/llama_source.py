@@ -144,6 +144,19 @@ def _mask(text: str) -> str:
     return "".join(out)
 
 
+def _line(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def _calls(root: Path, texts: dict[Path, str], pattern: str) -> list[str]:
+    """file:line of each match of pattern in the code (not comments or strings) of texts."""
+    return [
+        f"{src.relative_to(root)}:{_line(text, m.start())}"
+        for src, text in texts.items()
+        for m in re.finditer(pattern, _mask(text))
+    ]
+
+
 def _close_paren(text: str, open_at: int) -> int:
     """Index of the ')' matching text[open_at] == '('."""
     depth = 0
@@ -182,7 +195,7 @@ def _rewrite(rel: str, text: str, strict: bool = True) -> tuple[str, list[Site]]
         if m.start() < pos:  # inside a call already rewritten (nested calls are not expected)
             raise SourceMismatch(f"{rel}: nested allocation calls at offset {m.start()}")
         name, i = m.group(1), m.end()
-        line = text.count("\n", 0, m.start()) + 1
+        line = _line(text, m.start())
         type_arg = None
         if code.startswith("<", i):
             end = code.index(">", i)
@@ -233,19 +246,20 @@ def _add_include(text: str) -> str:
     return text[: m.end()] + line + text[m.end() :] if m else line + text
 
 
+def _read_sources(root: Path) -> dict[Path, str]:
+    return {src: src.read_text(errors="replace") for src in _sources(root / SYCL_DIR)}
+
+
 def routed(root: Path | str) -> list[str]:
     """file:line of every helper call in the backend (what the change routed)."""
     root = Path(root)
-    return [
-        f"{src.relative_to(root)}:{text.count(chr(10), 0, m.start()) + 1}"
-        for src in _sources(root / SYCL_DIR)
-        for text in [src.read_text(errors="replace")]
-        for m in re.finditer(r"\barcops_ze_(malloc|free)_device\s*\(", _mask(text))
-    ]
+    return _calls(root, _read_sources(root), r"\barcops_ze_(malloc|free)_device\s*\(")
 
 
 def inspect(root: Path | str) -> tuple[Result, dict[Path, str]]:
-    """What the source needs: the result and the new text of each file to write (empty if none)."""
+    """What the source needs: the result and the new text of each file to write (empty if none).
+
+    When the change is needed, apply() also writes the helper header, after these files."""
     root = Path(root)
     sycl = root / SYCL_DIR
     if not sycl.is_dir():
@@ -257,12 +271,8 @@ def inspect(root: Path | str) -> tuple[Result, dict[Path, str]]:
     if helper.is_file() and HELPER_MARK in helper.read_text(errors="replace"):
         return Result("arcops", False, options, routed=routed(root)), {}
 
-    texts = {src: src.read_text(errors="replace") for src in _sources(sycl)}
-    evidence = [
-        f"{src.relative_to(root)}:{text.count(chr(10), 0, m.start()) + 1}"
-        for src, text in texts.items()
-        for m in re.finditer(r"\bzeMemAllocDevice\s*\(", _mask(text))
-    ]
+    texts = _read_sources(root)
+    evidence = _calls(root, texts, r"\bzeMemAllocDevice\s*\(")
     if evidence:
         unrouted = [
             f"{s.file}:{s.line}: {s.before}"
@@ -295,8 +305,7 @@ def inspect(root: Path | str) -> tuple[Result, dict[Path, str]]:
         writes[src] = _add_include(new)
     if CMAKE_MARK not in cmake_text:
         writes[cmake] = cmake_text.rstrip("\n") + "\n" + CMAKE_BLOCK
-    writes[helper] = ""  # filled by apply() from the shipped header; written last
-    files = [str(p.relative_to(root)) for p in writes]
+    files = [str(p.relative_to(root)) for p in [*writes, helper]]
     return Result("arcops", True, options, sites=sites, files=files), writes
 
 
@@ -313,11 +322,9 @@ def apply(root: Path | str, helper_text: str, check: bool = False) -> Result:
     if check:
         return result
     for path, text in writes.items():
-        if path.name != HELPER:
-            path.write_text(text)
-    for path in writes:
-        if path.name == HELPER:  # last: its presence marks the source as changed
-            path.write_text(helper_text)
+        path.write_text(text)
+    if result.changed:  # last: the helper's presence marks the source as changed
+        (Path(root) / SYCL_DIR / HELPER).write_text(helper_text)
     if result.path == "arcops":
         result.routed = routed(root)
     return result
