@@ -19,13 +19,13 @@ path runs against it from a file: URL as an offline box would against a local mi
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
+
+from .apt_repo import build_deb, signed_repo
 
 TEMPLATE = r"""#!/bin/sh
 # arcops stand-in for Intel's oneAPI @VERSION@ offline installer (tests only: gcc/g++ underneath).
@@ -77,71 +77,22 @@ def write(out_dir: Path | str, version: str) -> Path:
 
 def apt_repo(out_dir: Path | str, version: str) -> Path:
     """A signed apt repository (OUT_DIR/oneapi-repo) with the stand-in as a package; returns the key."""
-    out = Path(out_dir)
     release = ".".join(version.split(".")[:2])
-    repo, key = out / "oneapi-repo", out / "oneapi-repo.asc"
     package = f"intel-oneapi-base-toolkit-{release}"
     with tempfile.TemporaryDirectory() as tmp:
         stage = Path(tmp) / "stage"
         installer = write(tmp, version)
         env = dict(os.environ, DESTDIR=str(stage))
         subprocess.run(["sh", str(installer), "--eula", "accept"], env=env, check=True, capture_output=True)
-        (stage / "DEBIAN").mkdir()
-        (stage / "DEBIAN" / "control").write_text(
-            f"Package: {package}\nVersion: {version}-1\nArchitecture: all\n"
-            "Maintainer: arcops tests <tests@arcops.invalid>\n"
-            f"Description: arcops stand-in for Intel oneAPI {version} (gcc/g++ underneath)\n"
-        )
-        pool, index = repo / "pool", repo / "dists" / "all" / "main" / "binary-amd64"
-        pool.mkdir(parents=True, exist_ok=True)
-        index.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [
-                "dpkg-deb",
-                "--root-owner-group",
-                "-b",
-                str(stage),
-                str(pool / f"{package}_{version}-1_all.deb"),
-            ],
-            check=True,
-            capture_output=True,
-        )
-        packages = subprocess.run(
-            ["dpkg-scanpackages", "pool", "/dev/null"], cwd=repo, check=True, capture_output=True
-        ).stdout
-        (index / "Packages").write_bytes(packages)
-        digest = hashlib.sha256(packages).hexdigest()
-        release_file = repo / "dists" / "all" / "Release"
-        release_file.write_text(
-            "Origin: arcops tests\nLabel: oneAPI stand-in\nSuite: all\nCodename: all\n"
-            "Date: Mon, 30 Nov 2026 00:00:00 UTC\nArchitectures: amd64 all\nComponents: main\n"
-            f"SHA256:\n {digest} {len(packages)} main/binary-amd64/Packages\n"
-        )
-        gpg = [
-            "gpg",
-            "--batch",
-            "--homedir",
-            str(Path(tmp) / "gnupg"),
-            "--pinentry-mode",
-            "loopback",
-            "--passphrase",
-            "",
-        ]
-        (Path(tmp) / "gnupg").mkdir(mode=0o700)
-        subprocess.run(
-            [*gpg, "--quick-gen-key", "arcops test repository", "ed25519", "sign", "never"],
-            check=True,
-            capture_output=True,
-        )
-        inrelease = release_file.with_name("InRelease")
-        inrelease.unlink(missing_ok=True)
-        subprocess.run(
-            [*gpg, "--clearsign", "-o", str(inrelease), str(release_file)], check=True, capture_output=True
-        )
-        key.write_bytes(subprocess.run([*gpg, "--armor", "--export"], check=True, capture_output=True).stdout)
-    with tarfile.open(out / "oneapi-repo.tar", "w") as tar:  # one file to copy to a box
-        tar.add(repo, arcname=repo.name)
-    return key
+        control = {
+            "Package": package,
+            "Version": f"{version}-1",
+            "Architecture": "all",
+            "Maintainer": "arcops tests <tests@arcops.invalid>",
+            "Description": f"arcops stand-in for Intel oneAPI {version} (gcc/g++ underneath)",
+        }
+        deb = build_deb(stage, control, Path(tmp) / f"{package}_{version}-1_all.deb")
+        return signed_repo(out_dir, "oneapi-repo", "all", "main", [deb])
 
 
 if __name__ == "__main__":

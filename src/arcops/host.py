@@ -39,6 +39,12 @@ def meminfo(sysroot: SysRoot) -> dict[str, int]:
     return values
 
 
+def mem_total_gib(sysroot: SysRoot) -> float | None:
+    """MemTotal in GiB, unrounded (RAM checks compare it with a threshold), or None."""
+    total = meminfo(sysroot).get("MemTotal")
+    return total / GIB if total else None
+
+
 def os_release(sysroot: SysRoot) -> dict[str, str]:
     fields = {}
     for line in (sysroot.read("/etc/os-release") or "").splitlines():

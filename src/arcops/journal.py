@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
 
 
 def kernel_lines(this_boot: bool = True) -> Iterator[str]:
@@ -16,3 +18,93 @@ def kernel_lines(this_boot: bool = True) -> Iterator[str]:
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as proc:
         assert proc.stdout is not None
         yield from proc.stdout
+
+
+# --- following the journal from a start mark ------------------------------------------------------
+#
+# The watchdog must see every kernel line logged after it starts a container and none from before.
+# `journalctl -f -n 0` has a gap: lines logged between the start and the moment journalctl opened
+# the journal are never shown. Instead, before the start, take the cursor of the newest matching
+# entry (`journalctl -n 0 --show-cursor` prints it without printing the entry), then follow with
+# `--after-cursor`: journalctl shows everything after that entry, however late it gets going. With
+# no matching entry yet (a fresh journal) there is no cursor; then `--since @<epoch>` from a clock
+# read before the start does the same by time. `--no-tail` keeps -f from cutting the backlog to
+# its default 10 lines. Tested against a real journald in tests/test_watchdog.py.
+
+KERNEL = ("-k",)  # kernel messages of this boot (-k implies -b)
+
+
+class JournalError(RuntimeError):
+    """journalctl is missing or refused the arguments."""
+
+
+def _journalctl() -> str:
+    found = shutil.which("journalctl")
+    if found is None:
+        raise JournalError("journalctl not found: the kernel journal cannot be followed")
+    return found
+
+
+def cursor(selection: Sequence[str] = KERNEL) -> str | None:
+    """The cursor of the newest entry matching selection, or None when there is none yet."""
+    argv = [_journalctl(), *selection, "-n", "0", "--show-cursor", "--no-pager", "-q"]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    for line in proc.stdout.splitlines():
+        if line.startswith("-- cursor: "):
+            return line.removeprefix("-- cursor: ").strip()
+    return None
+
+
+def follow_argv(
+    after_cursor: str | None, since: float | None, selection: Sequence[str] = KERNEL
+) -> list[str]:
+    argv = [_journalctl(), *selection, "-f", "--no-tail", "-o", "json", "--output-fields=MESSAGE", "-q"]
+    if after_cursor is not None:
+        return [*argv, f"--after-cursor={after_cursor}"]
+    if since is not None:
+        return [*argv, f"--since=@{since:.6f}"]
+    raise ValueError("following needs a cursor or a start time")
+
+
+def _message(line: str) -> str:
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return line.rstrip("\n")
+    message = entry.get("MESSAGE", "") if isinstance(entry, dict) else ""
+    if isinstance(message, list):  # journalctl's JSON for a message that is not valid UTF-8
+        message = bytes(message).decode("utf-8", errors="replace")
+    return str(message)
+
+
+class Follower:
+    """A running `journalctl -f`: iterate for messages (one per line), close() to stop it."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.argv = argv
+        self._proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True, errors="replace"
+        )
+
+    def __iter__(self) -> Iterator[str]:
+        assert self._proc.stdout is not None
+        for line in self._proc.stdout:
+            # Kernel messages are single lines, except multi-line dumps (xe's page-fault print).
+            yield from _message(line).splitlines()
+
+    def close(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
+
+
+def follow(selection: Sequence[str] = KERNEL, clock=time.time) -> Follower:
+    """Follow entries logged from now on, with no gap and no older entry. Call it before the event."""
+    since = clock()
+    return Follower(follow_argv(cursor(selection), since, selection))

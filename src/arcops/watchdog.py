@@ -1,0 +1,615 @@
+"""Start Intel's vLLM container and restart it when the xe driver logs a hang before vLLM is ready.
+
+On dual Arc B60 boxes about one vLLM start in four hung with both cards resetting their copy
+engines (shared/field-reports/dual-b60-vllm-hangs.txt). The watchdog starts the container (which
+Ansible created from the spec) and follows the kernel journal from that moment for new xe events
+(xe_events.py) until vLLM logs "Application startup complete." or --start-timeout passes.
+
+- A new xe event before startup completes: py-spy stacks of every python process in the
+  container, copy each xe devcoredump off and free it (only the first hang is kept until it is
+  freed), stop the container and start it again: at most `attempts` starts.
+- The container exits on its own with no xe event: a crash. Not retried.
+- A devcoredump left from before the watchdog started is copied off and freed first (report:
+  devcoredumps_before_start), so that a hang during this start can leave its own.
+- Ready: tell systemd (sd_notify READY=1 on $NOTIFY_SOCKET, for Type=notify units), keep
+  forwarding the container's log lines to stdout and run until the container exits (a crash) or
+  SIGTERM/SIGINT (stop the container). --until-ready exits as soon as vLLM is ready instead and
+  leaves the container running.
+- Warm restart: vLLM's first start after a config change compiles while it profiles memory and
+  sizes a smaller KV cache. A marker `.arcops-warm-<spec_hash>` in the first cache dir says the
+  caches are warm for this spec; it is written after a ready start. If it was missing and
+  warm_restart is on, the container is stopped and started once more (watched the same way) and
+  both starts' KV cache sizes are reported.
+
+Exit codes:
+  0  ready (and then stopped on request, or --until-ready); also stopped by a signal before ready
+  1  crash: the container exited on its own with no xe event, before or after ready
+  2  usage, spec or engine error
+  3  an xe event on every attempt
+  4  no ready and no xe event within the start timeout (container stopped; not retried)
+
+One JSON report per run goes to the report dir as <UTC timestamp>.json and latest.json, with the
+stacks and devcoredumps under <report dir>/<UTC timestamp>/attempt-N/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from . import journal, xe_events
+from .docker_api import DockerError
+from .sysroot import SysRoot
+
+EXIT_READY, EXIT_CRASH, EXIT_ERROR, EXIT_XE_EVENTS, EXIT_TIMEOUT = 0, 1, 2, 3, 4
+# Run results (the report's "result"); STOPPED: a signal stopped it before ready.
+READY, CRASH, XE_EVENTS, TIMEOUT, ERROR = "ready", "crash", "xe_events", "timeout", "error"
+STOPPED = "stopped"
+EXIT_CODES = {READY: EXIT_READY, STOPPED: EXIT_READY, CRASH: EXIT_CRASH, ERROR: EXIT_ERROR}
+EXIT_CODES |= {XE_EVENTS: EXIT_XE_EVENTS, TIMEOUT: EXIT_TIMEOUT}
+DEFAULT_REPORT_DIR = "/var/lib/arcops/vllm/starts"
+READY_TEXT = "Application startup complete."
+# vLLM: logger.info("GPU KV cache size: %s tokens", f"{num_tokens:,}")
+KV_CACHE_RE = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
+MARKER_PREFIX = ".arcops-warm-"
+PREFIX = "arcops-watchdog: "
+
+
+class SpecError(ValueError):
+    """The spec file is missing, not JSON, or lacks what the watchdog needs."""
+
+
+def load_spec(path: str | os.PathLike[str]) -> dict:
+    """The role's spec JSON; the watchdog needs `name`, `caches` and `spec_hash` from it."""
+    try:
+        spec = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise SpecError(f"{path}: cannot read: {e.strerror}") from None
+    except ValueError as e:
+        raise SpecError(f"{path}: not JSON: {e}") from None
+    if not isinstance(spec, dict):
+        raise SpecError(f"{path}: not a JSON object")
+    problems = []
+    if not isinstance(spec.get("name"), str) or not spec.get("name"):
+        problems.append("`name` (the container name) is missing")
+    if not isinstance(spec.get("spec_hash"), str) or not re.fullmatch(r"[\w.-]+", spec.get("spec_hash", "")):
+        problems.append("`spec_hash` is missing or not a plain word")
+    caches = spec.get("caches", [])
+    if not isinstance(caches, list) or not all(isinstance(c, str) and c for c in caches):
+        problems.append("`caches` must be a list of host directories")
+    if problems:
+        raise SpecError(f"{path}: " + "; ".join(problems))
+    return spec
+
+
+def sd_notify(state: str, environ: dict | None = None) -> bool:
+    """Send state ("READY=1") to systemd's $NOTIFY_SOCKET; False when there is none."""
+    address = (os.environ if environ is None else environ).get("NOTIFY_SOCKET")
+    if not address:
+        return False
+    if address.startswith("@"):  # an abstract socket name
+        address = "\0" + address[1:]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
+        sock.connect(address)
+        sock.sendall(state.encode())
+    return True
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _write_json_atomic(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+@dataclass
+class Options:
+    report_dir: Path = Path(DEFAULT_REPORT_DIR)
+    attempts: int = 3
+    start_timeout: float = 900.0
+    dump_settle: float = 3.0
+    py_spy: str = "py-spy"
+    warm_restart: bool = False
+    until_ready: bool = False
+    stop_timeout: int = 30  # seconds the engine waits after SIGTERM before SIGKILL
+    py_spy_timeout: float = 20.0  # for all dumps of one attempt together
+
+
+class Watchdog:
+    """One watched start (with retries) of the spec's container. run() returns the exit code.
+
+    engine: docker_api.Engine or a fake with inspect, start, stop, wait, logs, pids.
+    journal_factory: called right before each start; returns an iterable of kernel log lines
+      logged from that moment on (with close() to stop it). Default: journal.follow().
+    """
+
+    def __init__(
+        self,
+        spec: dict,
+        engine,
+        options: Options | None = None,
+        journal_factory: Callable[[], Iterable[str]] = journal.follow,
+        sysroot: SysRoot | None = None,
+        clock: Callable[[], float] = time.time,
+        notify: Callable[[str], bool] = sd_notify,
+        out: Callable[[str], None] | None = None,
+    ) -> None:
+        self.spec = spec
+        self.name = spec["name"]
+        self.engine = engine
+        self.options = options or Options()
+        self.journal_factory = journal_factory
+        self.sysroot = sysroot or SysRoot("/")
+        self.clock = clock
+        self.notify = notify
+        self.out = out or (lambda text: print(text, flush=True))
+        # SimpleQueue: its put() may be called from a signal handler (queue.Queue's may deadlock).
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._stop_signal: int | None = None
+        self._closers: list[Callable[[], None]] = []
+        self.started = self.clock()
+        self.stamp = datetime.fromtimestamp(self.started, UTC).strftime("%Y%m%dT%H%M%SZ")
+        self.report: dict = {
+            "spec_hash": spec.get("spec_hash"),
+            "container": self.name,
+            "started_at": _iso(self.started),
+            "caches_cold": None,
+            "result": None,
+            "exit_code": None,
+            "error": None,
+            "attempts": [],
+            "devcoredumps_before_start": [],
+            "warm_restart": {
+                "requested": self.options.warm_restart,
+                "done": False,
+                "cold_kv_cache_tokens": None,
+                "kv_cache_tokens": None,
+            },
+        }
+
+    # --- public -------------------------------------------------------------------------------
+
+    def request_stop(self, signum: int = 15) -> None:
+        """Stop the container and end run() (safe to call from a signal handler)."""
+        self._stop_signal = signum
+        self._queue.put(("signal", None, signum))
+
+    def run(self) -> int:
+        try:
+            result = self._run()
+        except DockerError as e:
+            result = self._error(f"docker engine: {e}")
+        except (journal.JournalError, OSError) as e:
+            result = self._error(str(e))
+        finally:
+            self._close_all()
+        return self._finish(result)
+
+    @property
+    def marker(self) -> Path | None:
+        caches = self.spec.get("caches") or []
+        return Path(caches[0]) / f"{MARKER_PREFIX}{self.spec['spec_hash']}" if caches else None
+
+    # --- the run --------------------------------------------------------------------------------
+
+    def _say(self, text: str) -> None:
+        self.out(PREFIX + text)
+
+    def _error(self, message: str) -> str:
+        self.report["error"] = message
+        self._say(f"error: {message}")
+        return ERROR
+
+    def _run(self) -> str:
+        if self.options.attempts < 1:
+            return self._error("--attempts must be at least 1")
+        self.options.report_dir.mkdir(parents=True, exist_ok=True)
+        info = self.engine.inspect(self.name)
+        if info is None:
+            return self._error(f"container {self.name} does not exist (the vllm_service role creates it)")
+        if (info.get("State") or {}).get("Running"):
+            self._say(f"container {self.name} is already running: stopping it so that the start is watched")
+            self.engine.stop(self.name, self.options.stop_timeout)
+        marker = self.marker
+        cold = None if marker is None else not marker.exists()
+        self.report["caches_cold"] = cold
+        if cold is not None:
+            state = "cold" if cold else "warm"
+            self._say(f"caches {state} for spec {self.spec['spec_hash']} (marker {marker})")
+
+        # xe keeps only the first hang's devcoredump until it is read and freed: one left from
+        # before would stand in for the dump of a hang during this start.
+        stale = self._devcoredumps(self.options.report_dir / self.stamp / "before-start")
+        self.report["devcoredumps_before_start"] = stale
+        for dump in stale:
+            where = dump.get("file") or dump.get("error")
+            self._say(f"devcoredump from before this start: {dump['card']} ({dump['device']}) -> {where}")
+
+        result, ready = self._phase(warm=False)
+        if result != READY:
+            return result
+        first = ready
+        if marker is not None and cold:
+            try:
+                marker.write_text(f"{_iso(self.clock())} {self.name}\n", encoding="utf-8")
+            except OSError as e:
+                self._say(f"cannot write the warm-cache marker {marker}: {e.strerror}")
+        if self.options.warm_restart and cold:
+            self._say(f"warm restart: stopping {self.name} to start it again on warm caches")
+            self._close_all()
+            self.engine.stop(self.name, self.options.stop_timeout)
+            result, ready = self._phase(warm=True)
+            warm = self.report["warm_restart"]
+            warm["cold_kv_cache_tokens"] = first["kv_cache_tokens"]
+            warm["kv_cache_tokens"] = ready["kv_cache_tokens"] if result == READY else None
+            warm["done"] = result == READY
+            if result != READY:
+                return result
+            self._say(
+                "warm restart: GPU KV cache "
+                f"{_tokens(first['kv_cache_tokens'])} tokens cold -> {_tokens(ready['kv_cache_tokens'])} warm"
+            )
+        self.report["result"] = READY
+        self._write_report()
+        if self.options.until_ready:
+            self._say(f"{self.name} is ready; leaving it running (--until-ready)")
+            return READY
+        try:
+            sent = self.notify("READY=1\nSTATUS=vLLM ready")
+        except OSError as e:
+            self._say(f"sd_notify READY=1 failed: {e}")
+        else:
+            self._say("READY=1 sent to systemd" if sent else "ready (no $NOTIFY_SOCKET: not run by systemd)")
+        return self._serve(ready)
+
+    def _phase(self, warm: bool) -> tuple[str, dict]:
+        """Start until ready, at most `attempts` times. (result, last attempt)."""
+        total = self.options.attempts
+        label = "warm restart: attempt" if warm else "attempt"
+        attempt: dict = {}
+        for i in range(1, total + 1):
+            if self._stop_signal is not None:
+                return STOPPED, attempt
+            attempt = self._attempt(f"{label} {i}/{total}", warm)
+            outcome = attempt["outcome"]
+            if outcome == "xe_event":
+                if i < total:
+                    self._say(f"{label} {i}/{total}: starting again")
+                continue
+            return {"ready": READY, "crash": CRASH, "timeout": TIMEOUT, "stopped": STOPPED}[outcome], attempt
+        self._say(f"xe events on all {total} attempts: giving up")
+        return XE_EVENTS, attempt
+
+    def _attempt(self, label: str, warm: bool) -> dict:
+        """One watched start; its outcome: ready, xe_event, crash, timeout or stopped."""
+        n = len(self.report["attempts"]) + 1
+        attempt = {
+            "n": n,
+            "warm_restart": warm,
+            "started_at": None,
+            "outcome": None,
+            "seconds_to_ready": None,
+            "kv_cache_tokens": None,
+            "exit_code": None,
+            "events": [],
+            "stacks": [],
+            "devcoredumps": [],
+        }
+        self.report["attempts"].append(attempt)
+        self._say(f"{label}: starting {self.name}, watching the kernel journal for xe events")
+        # The journal mark comes first: every kernel line from here on is seen, none from before.
+        follower = self.journal_factory()
+        self._closers.append(lambda: _close(follower))
+        t0 = self.clock()
+        attempt["started_at"] = _iso(t0)
+        self.engine.start(self.name)
+        self._spawn(n, "journal", self._read_journal, follower)
+        stream = self.engine.logs(self.name, since=t0, follow=True)
+        self._closers.append(lambda: _close(stream))
+        self._spawn(n, "logs", self._read_logs, stream)
+        self._spawn(n, "wait", self._wait_exit)
+        deadline = t0 + self.options.start_timeout
+        journal_warned = False
+        while True:
+            remaining = deadline - self.clock()
+            if remaining <= 0:
+                self._say(
+                    f"{label}: no startup complete and no xe event within {self.options.start_timeout:g} s; "
+                    "stopping, not retrying"
+                )
+                attempt["stacks"] = self._stacks(self._artifacts(n))
+                self._stop_container(attempt)
+                attempt["outcome"] = "timeout"
+                return attempt
+            try:
+                kind, token, payload = self._queue.get(timeout=min(remaining, 1.0))
+            except queue.Empty:
+                continue
+            if token not in (None, n):
+                continue  # from an earlier start
+            if kind == "signal":
+                self._say(f"signal {payload} before startup complete: stopping {self.name}")
+                self._stop_container(attempt)
+                attempt["outcome"] = "stopped"
+                return attempt
+            if kind == "log":
+                self._log_line(attempt, payload)
+                if READY_TEXT in payload:
+                    attempt["seconds_to_ready"] = round(self.clock() - t0, 3)
+                    attempt["outcome"] = "ready"
+                    self._say(
+                        f"{label}: ready after {attempt['seconds_to_ready']:g} s, "
+                        f"GPU KV cache {_tokens(attempt['kv_cache_tokens'])} tokens"
+                    )
+                    _close(follower)
+                    return attempt
+            elif kind == "xe":
+                self._xe_event(attempt, label, payload, exited=False)
+                return attempt
+            elif kind == "exit":
+                attempt["exit_code"] = payload
+                # vLLM may die of the hang before the kernel line reaches the journal: give it time.
+                late = self._late_xe_event(n)
+                if late is not None:
+                    self._xe_event(attempt, label, late, exited=True)
+                    return attempt
+                self._say(
+                    f"{label}: {self.name} exited with code {payload} before startup complete "
+                    "and no xe event: crash, not retrying"
+                )
+                attempt["outcome"] = "crash"
+                return attempt
+            elif kind == "journal_end" and not journal_warned:
+                journal_warned = True
+                self._say(f"{label}: the kernel journal follower ended ({payload}): xe events go unseen")
+            elif kind == "wait_error":
+                raise DockerError(payload)
+
+    def _serve(self, ready: dict) -> str:
+        """After ready: forward the log until the container exits (crash) or a signal stops it."""
+        n = ready["n"]
+        while True:
+            kind, token, payload = self._queue.get()
+            if token not in (None, n):
+                continue
+            if kind == "log":
+                self._log_line(ready, payload)
+            elif kind == "signal":
+                self._say(f"signal {payload}: stopping {self.name}")
+                self._stop_container(ready)
+                self.report["stopped_by_signal"] = payload
+                return READY
+            elif kind == "exit":
+                ready["exit_code"] = payload
+                self._say(f"{self.name} exited with code {payload} after startup: crash")
+                return CRASH
+            elif kind == "wait_error":
+                raise DockerError(payload)
+
+    # --- events -----------------------------------------------------------------------------------
+
+    def _log_line(self, attempt: dict, line: str) -> None:
+        self.out(line)
+        m = KV_CACHE_RE.search(line)
+        if m:
+            attempt["kv_cache_tokens"] = int(m[1].replace(",", ""))
+
+    def _settle(self, n: int) -> Iterator[tuple[str, object]]:
+        """Attempt n's queued items for dump_settle seconds; a signal ends it early (left queued)."""
+        deadline = self.clock() + self.options.dump_settle
+        while (remaining := deadline - self.clock()) > 0:
+            try:
+                kind, token, payload = self._queue.get(timeout=remaining)
+            except queue.Empty:
+                return
+            if kind == "signal":
+                self._queue.put((kind, token, payload))  # handled by the next wait
+                return
+            if token == n:
+                yield kind, payload
+
+    def _late_xe_event(self, n: int) -> xe_events.Event | None:
+        for kind, payload in self._settle(n):
+            if kind == "xe":
+                return payload
+            if kind == "log":
+                self.out(payload)
+        return None
+
+    def _xe_event(self, attempt: dict, label: str, event: xe_events.Event, exited: bool) -> None:
+        n = attempt["n"]
+        attempt["outcome"] = "xe_event"
+        attempt["events"].append(event.as_dict())
+        where = self._artifacts(n)
+        when = "after the container exited" if exited else "before startup complete"
+        stacks = [] if exited else self._stacks(where)
+        attempt["stacks"] = stacks
+        taken = sum(1 for s in stacks if "file" in s)
+        self._say(
+            f"{label}: {event.summary()} {when}; "
+            f"stacks -> {where} ({taken} of {len(stacks)} python processes)"
+        )
+        # Both cards usually log within the same second, and the devcoredump shows up a moment
+        # after the reset: collect what follows for dump_settle seconds.
+        for kind, payload in self._settle(n):
+            if kind == "xe":
+                attempt["events"].append(payload.as_dict())
+                self._say(f"{label}: also {payload.summary()}")
+            elif kind == "log":
+                self._log_line(attempt, payload)
+            elif kind == "exit":
+                attempt["exit_code"] = payload
+        attempt["devcoredumps"] = self._devcoredumps(where)
+        for dump in attempt["devcoredumps"]:
+            if "file" in dump:
+                self._say(f"{label}: devcoredump {dump['card']} ({dump['device']}) -> {dump['file']}, freed")
+            else:
+                self._say(f"{label}: devcoredump {dump['card']}: {dump['error']}")
+        if not attempt["devcoredumps"]:
+            self._say(f"{label}: no devcoredump after {self.options.dump_settle:g} s")
+        self._say(f"{label}: stopping {self.name}")
+        self._stop_container(attempt)
+
+    def _stop_container(self, attempt: dict) -> None:
+        self.engine.stop(self.name, self.options.stop_timeout)
+        self._close_all()
+
+    # --- threads ----------------------------------------------------------------------------------
+
+    def _spawn(self, n: int, what: str, target, *args) -> None:
+        threading.Thread(target=target, args=(n, *args), name=f"watchdog-{what}-{n}", daemon=True).start()
+
+    def _read_journal(self, n: int, follower: Iterable[str]) -> None:
+        why = "journalctl exited"
+        try:
+            for line in follower:
+                for event in xe_events.events([line]):
+                    self._queue.put(("xe", n, event))
+        except Exception as e:  # a reader thread must report, never die silently
+            why = str(e)
+        self._queue.put(("journal_end", n, why))
+
+    def _read_logs(self, n: int, stream: Iterable[str]) -> None:
+        try:
+            for line in stream:
+                self._queue.put(("log", n, line))
+        except Exception as e:
+            self._queue.put(("log", n, f"{PREFIX}container log stream ended: {e}"))
+
+    def _wait_exit(self, n: int) -> None:
+        try:
+            code = self.engine.wait(self.name)
+        except Exception as e:
+            self._queue.put(("wait_error", n, str(e)))
+            return
+        self._queue.put(("exit", n, code))
+
+    def _close_all(self) -> None:
+        closers, self._closers = self._closers, []
+        for close in closers:
+            close()
+
+    # --- evidence ---------------------------------------------------------------------------------
+
+    def _artifacts(self, n: int) -> Path:
+        return self.options.report_dir / self.stamp / f"attempt-{n}"
+
+    def _stacks(self, where: Path) -> list[dict]:
+        """py-spy dump of every python process in the container: {pid, file} or {pid, error}.
+
+        The dumps run side by side and share one deadline (py_spy_timeout), so a process stuck in
+        the driver cannot hold up the restart for long.
+        """
+        try:
+            pids = self.engine.pids(self.name, self.sysroot)
+        except DockerError as e:
+            return [{"pid": None, "error": f"container processes: {e}"}]
+        stacks: list[dict] = []
+        running = []
+        for pid in pids:
+            exe = self.sysroot.link_name(f"/proc/{pid}/exe") or ""
+            if not exe.startswith("python"):
+                continue
+            entry: dict = {"pid": pid, "exe": exe}
+            stacks.append(entry)
+            argv = [self.options.py_spy, "dump", "--pid", str(pid)]
+            try:
+                proc = subprocess.Popen(
+                    argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace"
+                )
+            except FileNotFoundError:
+                entry["error"] = f"{self.options.py_spy} not found (install py-spy)"
+                continue
+            except OSError as e:
+                entry["error"] = f"{self.options.py_spy}: {e}"
+                continue
+            running.append((entry, proc))
+        deadline = self.clock() + self.options.py_spy_timeout
+        for entry, proc in running:
+            try:
+                out, err = proc.communicate(timeout=max(deadline - self.clock(), 0.1))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                entry["error"] = f"py-spy took more than {self.options.py_spy_timeout:g} s"
+                continue
+            if proc.returncode != 0:
+                tail = (err.strip() or out.strip())[-500:]
+                entry["error"] = f"py-spy exited {proc.returncode}: {tail}"
+                continue
+            where.mkdir(parents=True, exist_ok=True)
+            path = where / f"stack-{entry['pid']}.txt"
+            path.write_text(out, encoding="utf-8")
+            entry["file"] = str(path)
+        return stacks
+
+    def _devcoredumps(self, where: Path) -> list[dict]:
+        """Copy each card's xe devcoredump into `where`, then free it (write to data)."""
+        dumps = []
+        for card in self.sysroot.listdir("/sys/class/drm"):
+            if not re.fullmatch(r"card\d+", card):
+                continue
+            data = self.sysroot.path(f"/sys/class/drm/{card}/device/devcoredump/data")
+            if not data.exists():
+                continue
+            device = self.sysroot.link_name(f"/sys/class/drm/{card}/device")
+            target = where / f"devcoredump-{card}.txt"
+            try:
+                where.mkdir(parents=True, exist_ok=True)
+                with data.open("rb") as src, target.open("wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+                with data.open("w") as free:
+                    free.write("1")
+            except OSError as e:
+                dumps.append({"card": card, "device": device, "error": f"{data}: {e}"})
+                continue
+            size = target.stat().st_size
+            dumps.append({"card": card, "device": device, "file": str(target), "bytes": size})
+        return dumps
+
+    # --- report -----------------------------------------------------------------------------------
+
+    def _finish(self, result: str) -> int:
+        code = EXIT_CODES[result]
+        self.report["result"] = result
+        self.report["exit_code"] = code
+        path = self._write_report()
+        if path is not None:
+            self._say(f"{result} (exit {code}); report -> {path}")
+        return code
+
+    def _write_report(self) -> Path | None:
+        directory = self.options.report_dir
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            path = directory / f"{self.stamp}.json"
+            _write_json_atomic(path, self.report)
+            _write_json_atomic(directory / "latest.json", self.report)
+        except OSError as e:
+            self._say(f"cannot write the report in {directory}: {e}")
+            return None
+        return path
+
+
+def _tokens(n: int | None) -> str:
+    return "?" if n is None else f"{n:,}"
+
+
+def _close(thing) -> None:
+    close = getattr(thing, "close", None)
+    if close is not None:
+        close()
