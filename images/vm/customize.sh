@@ -26,6 +26,18 @@ chroot "$root" systemctl mask apt-daily.timer apt-daily-upgrade.timer e2scrub_al
 # Kernel installs inside the VM: only the modules this VM needs in the initrd (3 min, not 8).
 echo 'MODULES=dep' >"$root/etc/initramfs-tools/conf.d/10-arcops-lab.conf"
 
+# Docker's engine for the vllm_service watchdog scenario: installing it under emulation takes
+# ~5 min a run, and the install is not what that scenario tests (the role still pins and holds
+# it, and enables and starts it). Off at boot, so the other scenarios' VMs do not start it.
+printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
+chmod 0755 "$root/usr/sbin/policy-rc.d"
+chroot "$root" apt-get update -qq
+chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+  docker.io python3-requests unzip >/dev/null
+chroot "$root" apt-get clean
+rm -f "$root/usr/sbin/policy-rc.d"
+chroot "$root" systemctl disable docker.service docker.socket containerd.service
+
 # Every clone gets its own identity: new host keys and machine-id on first boot.
 rm -f "$root"/etc/ssh/ssh_host_*
 mkdir -p "$root/etc/systemd/system/ssh.service.d"
