@@ -48,3 +48,23 @@ def test_level_zero_allocations_cost_no_host_ram():
     assert verdict.ok, "\n".join(verdict.summary())
     # The problem the fix removes is visible on this box: sycl::malloc_device mirrors into host RAM.
     print("\n".join(verdict.summary()))
+
+
+VLLM_REPORT = "/var/lib/arcops/vllm/starts/latest.json"
+
+
+def test_vllm_came_up_without_xe_resets():
+    """After vllm_service: the watchdog's last start was ready, with no xe event on any attempt, and
+    this boot's kernel journal (not dmesg) has no engine reset or timed-out job."""
+    import json
+    from pathlib import Path
+
+    from arcops import journal, xe_events
+
+    report = json.loads(Path(VLLM_REPORT).read_text())
+    assert report["result"] == "ready", report
+    assert [a["events"] for a in report["attempts"]] == [[] for _ in report["attempts"]], report
+    assert all(a["kv_cache_tokens"] for a in report["attempts"]), report
+    counted = xe_events.count(journal.kernel_lines())
+    hangs = {k: n for k, n in counted["by_kind"].items() if k in ("engine_reset", "timedout_job")}
+    assert not any(hangs.values()), counted
