@@ -73,15 +73,17 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    if not 0 < p["gib"] < 1024:  # NaN fails too
+        module.fail_json(msg=f"gib: {p['gib']} is not a size in GiB between 0 and 1024")
     argv = ([p["env_wrapper"]] if p["env_wrapper"] else []) + [p["probe"], "--gib", str(p["gib"])]
     if p["device"] is not None:
         argv += ["--device", str(p["device"])]
     rc, out, err = module.run_command(argv)
     try:
         report = parse(out)
+        found = verdict(report, p["max_host_ram_fraction"])
     except ProbeError as e:
         module.fail_json(msg=f"allocation probe (exit {rc}): {e}; stderr: {err.strip()[-500:]}")
-    found = verdict(report, p["max_host_ram_fraction"])
     result = {"changed": False, "report": report, "verdict": found.as_dict(), "summary": found.summary()}
     if not found.ok:
         module.fail_json(msg="allocation probe: " + "; ".join(found.problems), **result)

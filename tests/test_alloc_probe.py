@@ -183,3 +183,65 @@ def test_cli_verdict_exit_codes(tmp_path, capsys):
     assert "verdict: FAILED" in capsys.readouterr().out
     (tmp_path / "junk.json").write_text("junk")
     assert cli.main(["alloc-probe-verdict", str(tmp_path / "junk.json")]) == 2
+
+
+def _mutated(**changes):
+    report = arc_report()
+    for path, value in changes.items():
+        target = report
+        *parents, last = path.split("__")
+        for key in parents:
+            target = target[int(key)] if isinstance(target, list) else target[key]
+        target[int(last) if isinstance(target, list) else last] = value
+    return json.dumps(report, allow_nan=True)
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("[]", "not arcops-alloc-probe output"),
+        ("null", "not arcops-alloc-probe output"),
+        ('"arcops-alloc-probe"', "not arcops-alloc-probe output"),
+        (_mutated(bytes=0), "bytes is 0, must be at least 1"),
+        (_mutated(bytes=-4), "bytes is -4, must be at least 1"),
+        (_mutated(bytes=float("nan")), "NaN is not a number JSON allows"),
+        (_mutated(bytes="4G"), "bytes is '4G', not a whole number"),
+        (_mutated(bytes=True), "bytes is True, not a whole number"),
+        (_mutated(results__1__mem_available_drop_bytes=float("nan")), "NaN is not a number"),
+        (_mutated(results__1__mem_available_drop_bytes=float("-inf")), "-Infinity is not a number"),
+        (
+            _mutated(results__1__mem_available_drop_bytes=0.5),
+            r"results\[1\]\.mem_available_drop_bytes is 0\.5",
+        ),
+        (_mutated(results__1__ok="yes"), r"results\[1\]\.ok is 'yes', not true or false"),
+        (_mutated(results__1=None), r"results\[1\] is not an object"),
+        (_mutated(results={}), "results is not a list"),
+        (_mutated(exit_code=None), "exit_code is None, not a whole number"),
+        (_mutated(devices__0=[]), r"devices\[0\] lacks a name and backend"),
+        (_mutated(results__2__method=allocprobe.ZE), "a method is reported twice"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        (b"\xff\xfe{}", "probe output is not JSON"),
+    ],
+)
+def test_parse_refuses_each_wrong_shape_by_name(text, error):
+    with pytest.raises(allocprobe.ProbeError, match=error):
+        allocprobe.parse(text)
+
+
+@pytest.mark.parametrize("limit", [float("nan"), 0.0, -0.5, 1.0, float("inf")])
+def test_verdict_refuses_a_limit_it_cannot_judge_by(limit, tmp_path, capsys):
+    with pytest.raises(allocprobe.ProbeError, match="must be a fraction between 0 and 1"):
+        allocprobe.verdict(arc_report(), limit)
+    (tmp_path / "good.json").write_text(json.dumps(arc_report()))
+    assert (
+        cli.main(["alloc-probe-verdict", str(tmp_path / "good.json"), "--max-host-ram-fraction", str(limit)])
+        == 2
+    )
+    assert "must be a fraction between 0 and 1" in capsys.readouterr().err
+
+
+def test_zero_byte_probe_never_passes_through_the_cli(tmp_path, capsys):
+    """Before: bytes 0 made every fraction 0.0, so a probe that allocated nothing passed."""
+    (tmp_path / "zero.json").write_text(_mutated(bytes=0))
+    assert cli.main(["alloc-probe-verdict", str(tmp_path / "zero.json")]) == 2
+    assert capsys.readouterr().err.strip() == "arcops: probe output: bytes is 0, must be at least 1"

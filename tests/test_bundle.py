@@ -1,6 +1,7 @@
 import json
 import re
 import tarfile
+from pathlib import Path
 
 import pytest
 
@@ -116,3 +117,81 @@ def test_cli_lock_then_verify(tarball, unpacked, tmp_path, capsys):
     assert "matches" in capsys.readouterr().out
     assert main(["bundle", "lock", str(tmp_path / "missing.tar.xz")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+# --- bad input: each refused with one line naming the file and what is wrong -----------------------
+
+
+def _recompressed(tarball, tmp_path, mode: str) -> Path:
+    """The bundle as a .tar.gz (Python's tarfile, like the real tarballs' gzip variant)."""
+    out = tmp_path / tarball.name.replace(".tar.xz", ".tar.gz")
+    with tarfile.open(tarball) as src, tarfile.open(out, mode) as dst:
+        for info in src:
+            dst.addfile(info, src.extractfile(info) if info.isfile() else None)
+    return out
+
+
+@pytest.mark.parametrize("how", ["cut", "crc", "trailing"])
+def test_broken_tarball_makes_no_lock(tarball, tmp_path, capsys, how):
+    gz = _recompressed(tarball, tmp_path, "w:gz")
+    data = bytearray(gz.read_bytes())
+    if how == "cut":
+        data = data[: len(data) // 2]
+    elif how == "crc":
+        data[-8] ^= 0xFF  # the gzip trailer's CRC32: every byte of the tar itself is intact
+    else:
+        data += b"trailing garbage"
+    gz.write_bytes(bytes(data))
+    out = tmp_path / "lock.json"
+    assert main(["bundle", "lock", str(gz), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"arcops: {gz}: cannot unpack: ") and "\n" not in err
+    assert not out.exists()
+
+
+def test_lock_output_that_is_a_folder_is_refused_before_any_work(tarball, tmp_path, capsys):
+    assert main(["bundle", "lock", str(tarball), "-o", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == f"arcops: lock file (-o) {tmp_path}: is a folder"
+    assert main(["bundle", "lock", str(tarball), "-o", str(tmp_path / "no" / "lock.json")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[]", "the lock is list, not a JSON object"),
+        ("null", "the lock is NoneType, not a JSON object"),
+        ('"lock"', "the lock is str, not a JSON object"),
+        ("{}", "lock format None is not 1"),
+        ('{"format": true}', "lock format True is not 1"),
+        ('{"format": 1}', "installer must be {file, sha256}"),
+        ('{"format": 1, "packages": [null], "firmware": {}}', r"packages\[0\] lacks path, name"),
+        ('{"format": NaN}', "NaN is not JSON"),
+        ("[" * 100_000, "nested too deeply"),
+        ("{\xff}", "not JSON"),
+    ],
+)
+def test_lock_of_the_wrong_shape_is_named(unpacked, tmp_path, capsys, text, message):
+    path = tmp_path / "lock.json"
+    path.write_bytes(text.encode("utf-8", "surrogateescape") if "\xff" not in text else b"{\xff}")
+    assert main(["bundle", "verify", str(unpacked), "--lock", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert re.search(message, err) and err.startswith(f"arcops: lock {path}: ") and "\n" not in err
+
+
+def test_lock_entries_with_wrong_types_are_refused_by_verify(unpacked, lock):
+    broken = {**lock, "packages": [{**lock["packages"][0], "sha256": 5}]}
+    with pytest.raises(bundle.BundleError, match=r"packages\[0\] lacks sha256"):
+        stack.select(unpacked, broken, "6.17.0-1009-intel", "70.60.0")
+
+
+def test_missing_lock_says_how_to_make_it(unpacked, tmp_path, capsys):
+    assert main(["bundle", "verify", str(unpacked), "--lock", str(tmp_path / "none.json")]) == 2
+    assert "make it with `arcops bundle lock TARBALL -o" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("version", [b"", b"\n\n", b"\xff\xfe26.18\n", b"26.18 and words\n"])
+def test_unreadable_version_file_is_named(unpacked, lock, version):
+    (next(unpacked.glob("*/VERSION"))).write_bytes(version)
+    with pytest.raises(bundle.BundleError, match="VERSION: "):
+        stack.select(unpacked, lock, "6.17.0-1009-intel", "70.60.0")

@@ -231,3 +231,86 @@ def test_redirection_before_the_command_is_kept(roots, tmp_path):
 def test_run_parts_behind_a_wrapper_is_an_error_not_a_silent_miss(wrapper):
     with pytest.raises(ShellSyntaxError, match=f"line 3: run-parts is run through {wrapper.split()[0]}"):
         rewrite(f"#!/bin/sh\nset -e\n{wrapper} run-parts /a /b\n")
+
+
+@pytest.mark.parametrize(
+    ("script", "message"),
+    [
+        (
+            "#!/bin/sh\nx=$(run-parts --list /a /b)\n",
+            r"line 2: run-parts with several directories inside \$\(\.\.\.\)",
+        ),
+        ("#!/bin/sh\nx=`run-parts /a /b`\n", r"line 2: run-parts with several directories inside `\.\.\.`"),
+        ('#!/bin/sh\n\neval "run-parts /a /b"\n', "line 3: run-parts with several directories inside eval"),
+        ("#!/bin/sh\nsh -c 'run-parts /a /b'\n", "line 2: run-parts with several directories inside sh"),
+        ('#!/bin/sh\ny="$(echo "$(run-parts /a /b)")"\n', r"inside \$\(\.\.\.\)"),
+    ],
+)
+def test_run_parts_run_indirectly_is_refused_with_the_reason(script, message):
+    with pytest.raises(ShellSyntaxError, match=message):
+        rewrite(script)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'x=$(run-parts --list "$dir")',  # one directory inside a substitution: fine as it is
+        'cat <<<"$x" && run-parts /a',  # bash here-string
+        "echo $'it\\'s' && run-parts /a",  # bash ANSI-C quote with an escaped quote
+        'eval "echo run-parts"',
+    ],
+)
+def test_valid_forms_with_one_directory_are_left_alone(line):
+    text = f"#!/bin/bash\n{line}\n"
+    assert rewrite(text) == (text, [])
+
+
+def test_here_string_and_ansi_quote_do_not_hide_a_call_that_needs_splitting():
+    _, changes = rewrite("#!/bin/bash\ncat <<<\"$x\"\necho $'a\\'b'\nrun-parts /a /b\n")
+    assert [c.line for c in changes] == [4]
+
+
+@pytest.mark.parametrize(
+    ("script", "message"),
+    [
+        ("#!/bin/sh\nrun-parts /a /b <<", "line 2: here-document operator without a delimiter"),
+        ("#!/bin/sh\nrun-parts /a /b <<EOF\n", "here-document 'EOF' is not closed"),
+        ("#!/bin/sh\nrun-parts /a " + "$(" * 5000, "nested more than 100 deep"),
+        ("#!/bin/sh\nrun-parts /a " + '"${' * 5000, "nested more than 100 deep"),
+        ("#!/bin/sh\nrun-parts /a $'abc", r"unterminated \$'\.\.\.' quote"),
+    ],
+)
+def test_broken_shell_is_a_one_line_error_not_a_crash(script, message):
+    with pytest.raises(ShellSyntaxError, match=message) as caught:
+        rewrite(script)
+    assert "\n" not in str(caught.value)
+
+
+def test_script_without_run_parts_is_not_even_lexed():
+    text = "#!/bin/sh\necho 'never closed\n"  # no run-parts: nothing to find, nothing to refuse
+    assert rewrite(text) == (text, [])
+
+
+def test_cost_is_linear_in_the_script_length():
+    """A benchmark's guard, by ratio (no wall-clock limit): doubling the script at most ~doubles
+    the time. (Quadratic line numbering once made 100k lines take ~30 s.)"""
+    import time
+
+    block = (
+        'x=$(echo "a b" | tr a b)  # comment\n'
+        'echo "line $HOME" >/dev/null && test -n "$x"\n'
+        "run-parts --arg=1 /etc/kernel/postinst.d /usr/share/kernel/postinst.d\n"
+    )
+
+    def cost(n: int) -> float:
+        text = "#!/bin/sh\n" + block * n
+        best = float("inf")
+        for _ in range(3):
+            t = time.perf_counter()
+            _, changes = rewrite(text)
+            best = min(best, time.perf_counter() - t)
+        assert len(changes) == n
+        return best
+
+    small, large = cost(2000), cost(8000)
+    assert large / small < 4 * 1.8, f"4x the script took {large / small:.1f}x the time"

@@ -226,8 +226,8 @@ def test_all_reduce_is_appended_to_the_splitting_ops():
         (
             {"extra_env": {" ccl_allreduce ": " Ring "}},
             64,
-            "extra_env sets CCL_ALLREDUCE=ring: on dual B60s the first concurrent request soft-locked "
-            "the host for 15+ minutes and only a reboot cleared it; remove it",
+            "extra_env sets CCL_ALLREDUCE with the ring algorithm: on dual B60s the first concurrent "
+            "request soft-locked the host for 15+ minutes and only a reboot cleared it; remove it",
         ),
         (
             {},
@@ -629,7 +629,7 @@ def test_cli_refuses_with_exit_2_and_every_problem(tmp_path, capsys):
         "arcops: vllm_service_model_dir is vault-encrypted, which arcops cannot read: give it with -e"
     )
     assert lines[2] == ("vllm_service_profile is a Jinja template, which arcops cannot read: give it with -e")
-    assert lines[3].startswith("extra_env sets CCL_ALLREDUCE=ring")
+    assert lines[3].startswith("extra_env sets CCL_ALLREDUCE with the ring algorithm")
     assert lines[4].startswith("host RAM: MemTotal 24.0 GiB, profile graph_mtp needs 64 GB")
     assert len(lines) == 5  # no "model_dir is required" on top of the vault problem
 
@@ -777,3 +777,27 @@ def test_the_role_passes_every_setting_and_documents_the_same_defaults():
             assert defaults[vllm_spec.PREFIX + name] == ""
         else:
             assert defaults[vllm_spec.PREFIX + name] == value, name
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["ring", "RING", "ring:0-max", "direct:0-8192;ring:8193-max", " direct:0-8;ring ", "rabenseifner,ring"],
+)
+def test_ring_is_refused_in_any_of_oneccls_forms(value):
+    assert vllm_spec.uses_ring(value)
+    with pytest.raises(vllm_spec.SpecError, match="CCL_ALLREDUCE with the ring algorithm"):
+        vllm_spec.render({"extra_env": {"CCL_ALLREDUCE": value}}, 64)
+
+
+@pytest.mark.parametrize("value", ["direct", "rabenseifner:0-max", "direct:0-8192;rabenseifner:8193-max", ""])
+def test_other_allreduce_algorithms_are_allowed(value):
+    assert not vllm_spec.uses_ring(value)
+
+
+@pytest.mark.parametrize(
+    ("profile", "arg", "flag"),
+    [("eager", "--no-enforce-eager", "--enforce-eager"), ("graph_mtp", "--enforce_eager", "--enforce-eager")],
+)
+def test_a_flag_that_contradicts_the_profile_is_refused(profile, arg, flag):
+    with pytest.raises(vllm_spec.SpecError, match=f"extra_args sets {flag}, which the spec manages"):
+        vllm_spec.render({"profile": profile, "extra_args": [arg]}, 64)

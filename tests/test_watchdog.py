@@ -764,6 +764,53 @@ def test_journal_follow_has_no_gap_and_no_old_lines(journald_namespace):
     assert got_first[:2] == [RESET_29, FIREWALL]
 
 
+def test_follower_survives_binary_and_multi_valued_messages(journald_namespace):
+    """journalctl -o json writes a MESSAGE that is not UTF-8 as an array of bytes, and a field
+    logged twice as an array of values: neither may end the reader (xe events would go unseen)."""
+    selection, log = journald_namespace
+    log("mark")
+    time.sleep(0.3)
+    follower = journal.follow(selection)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    socket_path = f"/run/systemd/journal.{selection[0].removeprefix('--namespace=')}/socket"
+    binary = b"xe 0000:29:00.0: \xff\xfe not UTF-8"
+    sock.sendto(  # the native protocol's binary form: name, newline, 64-bit length, data
+        b"SYSLOG_IDENTIFIER=arcops-test\nMESSAGE\n" + len(binary).to_bytes(8, "little") + binary + b"\n",
+        socket_path,
+    )
+    sock.sendto(b"SYSLOG_IDENTIFIER=arcops-test\nMESSAGE=first value\nMESSAGE=second value\n", socket_path)
+    sock.close()
+    log(RESET_2D)
+    got: list[str] = []
+    thread = _collect(follower, got)
+    deadline = time.monotonic() + 5
+    while RESET_2D not in got and time.monotonic() < deadline:
+        time.sleep(0.02)
+    follower.close()
+    thread.join(timeout=5)
+    assert got[0] == "xe 0000:29:00.0: \ufffd\ufffd not UTF-8"
+    assert got[1:3] == ["first value", "second value"]
+    assert got[-1] == RESET_2D
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"MESSAGE": [120, 101]}', ["xe"]),
+        ('{"MESSAGE": ["a", [98]]}', ["a", "b"]),
+        ('{"MESSAGE": null}', []),
+        ('{"MESSAGE": 7}', ["7"]),
+        ('{"MESSAGE": [1000, -1]}', ["[1000, -1]"]),
+        ('{"MESSAGE": {"x": 1}}', ['{"x": 1}']),
+        ("[1, 2]", ["[1, 2]"]),
+        ("not json at all", ["not json at all"]),
+        ("[" * 100_000, ["[" * 100_000]),
+    ],
+)
+def test_any_journal_line_becomes_text(line, message):
+    assert journal._message(line).splitlines() == message
+
+
 # --- the command against podman's Docker API, when podman works here ---------------------------------
 
 

@@ -50,15 +50,62 @@ class Verdict:
         return lines + [f"problem: {p}" for p in self.problems]
 
 
-def parse(text: str) -> dict:
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _int(value: object, where: str, minimum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ProbeError(f"probe output: {where} is {value!r}, not a whole number")
+    if minimum is not None and value < minimum:
+        raise ProbeError(f"probe output: {where} is {value}, must be at least {minimum}")
+    return value
+
+
+def _result(r: object, n: int) -> dict:
+    where = f"results[{n}]"
+    if not isinstance(r, dict):
+        raise ProbeError(f"probe output: {where} is not an object")
+    if not isinstance(r.get("method"), str) or not r["method"]:
+        raise ProbeError(f"probe output: {where}.method is missing or not a string")
+    for key in ("ran", "ok"):
+        if not isinstance(r.get(key), bool):
+            raise ProbeError(f"probe output: {where}.{key} is {r.get(key)!r}, not true or false")
+    if "path" in r and not isinstance(r["path"], str):
+        raise ProbeError(f"probe output: {where}.path is not a string")
+    if r["ok"]:
+        for key in ("mem_available_drop_bytes", "drm_total_gtt_growth_bytes"):
+            _int(r.get(key), f"{where}.{key}")
+    return r
+
+
+def parse(text: str | bytes) -> dict:
+    """The probe's JSON, checked field by field: anything else is a ProbeError naming the field."""
     try:
-        report = json.loads(text)
-    except ValueError as e:
-        raise ProbeError(f"probe output is not JSON: {e}: {text[:200]!r}") from None
+        report = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise ProbeError("probe output is nested too deeply to be probe output") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        shown = text[:200] if isinstance(text, str) else text[:200].decode("utf-8", "replace")
+        raise ProbeError(f"probe output is not JSON: {e}: {shown!r}") from None
     if not isinstance(report, dict) or report.get("probe") != "arcops-alloc-probe":
         raise ProbeError("not arcops-alloc-probe output")
-    if report.get("format") != FORMAT:
+    if report.get("format") != FORMAT or isinstance(report.get("format"), bool):
         raise ProbeError(f"probe output format {report.get('format')!r}, this arcops reads {FORMAT}")
+    _int(report.get("exit_code"), "exit_code")
+    _int(report.get("bytes"), "bytes", minimum=1)
+    if not isinstance(report.get("outcome"), str):
+        raise ProbeError("probe output: outcome is missing or not a string")
+    for key in ("results", "devices"):
+        if not isinstance(report.get(key, []), list):
+            raise ProbeError(f"probe output: {key} is not a list")
+    for n, d in enumerate(report.get("devices", [])):
+        if not (isinstance(d, dict) and isinstance(d.get("name"), str) and isinstance(d.get("backend"), str)):
+            raise ProbeError(f"probe output: devices[{n}] lacks a name and backend")
+    results = [_result(r, n) for n, r in enumerate(report.get("results", []))]
+    methods = [r["method"] for r in results]
+    if len(set(methods)) != len(methods):
+        raise ProbeError(f"probe output: a method is reported twice ({', '.join(methods)})")
     return report
 
 
@@ -75,8 +122,12 @@ def _cost(result: dict, size: int) -> dict:
 
 
 def verdict(report: dict, max_fraction: float = DEFAULT_MAX_FRACTION) -> Verdict:
-    """ok when the probe measured a Level Zero GPU and both Level Zero paths stayed under max_fraction."""
-    size = int(report.get("bytes", 0))
+    """ok when the probe measured a Level Zero GPU and both Level Zero paths stayed under max_fraction.
+
+    The report must come through parse(); a size or limit that cannot be judged is a failure."""
+    if not (isinstance(max_fraction, int | float) and 0 < max_fraction < 1):  # NaN fails both
+        raise ProbeError(f"the host RAM limit {max_fraction!r} must be a fraction between 0 and 1")
+    size = report["bytes"]
     v = Verdict(ok=False, outcome=report.get("outcome", "?"), bytes=size)
     code = report.get("exit_code")
     results = {r["method"]: r for r in report.get("results", [])}

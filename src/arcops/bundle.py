@@ -12,15 +12,18 @@ firmware file's sha256, name and version. Anything that differs from it is refus
 
 from __future__ import annotations
 
+import json
+import lzma
 import re
 import tarfile
 import tempfile
+import zlib
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .checksum import sha256_file
-from .debs import control_fields
+from .debs import DebError, control_fields
 from .firmware import FirmwareError, blob_version
 
 FLAVOURS = {"server": "ubuntu-24.04-server", "desktop": "ubuntu-24.04-desktop"}
@@ -42,6 +45,12 @@ DEFAULT_RUNTIME_PATTERNS = (
 )
 _IMAGE_RE = re.compile(r"^linux-image-(?:unsigned-)?(?P<release>\d+\.\d+.*)$")
 _ABI_RE = re.compile(r"^(\d+\.\d+(?:\.\d+)?[^-]*-\d+|\d+\.\d+(?:\.\d+)?[^-]*)")
+_VERSION_RE = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+~_-]{0,63}")
+_SHA256_RE = re.compile(r"[0-9a-f]{64}")
+# What a real bundle holds (a few hundred files, a few GiB): far past it, the tarball is refused
+# before it is unpacked.
+MAX_MEMBERS = 100_000
+MAX_UNPACKED_BYTES = 64 * 2**30
 _FIRMWARE_RE = re.compile(r"^(?P<platform>[a-z0-9]+)_(?P<kind>guc|huc)(?:_\d+)?\.bin(?:\.zst)?$")
 
 
@@ -93,6 +102,20 @@ def top_folder(extracted: Path) -> Path:
     return tops[0]
 
 
+def _version(path: Path) -> str:
+    """The first line of the bundle's VERSION file: text, one version word."""
+    if not path.is_file():
+        raise BundleError(f"{path}: missing or not a regular file")
+    try:
+        lines = path.read_bytes()[:4096].decode("utf-8").strip().splitlines()
+    except UnicodeDecodeError:
+        raise BundleError(f"{path}: not UTF-8 text") from None
+    version = lines[0].strip() if lines else ""
+    if not _VERSION_RE.fullmatch(version):
+        raise BundleError(f"{path}: first line {version[:80]!r} is not a version")
+    return version
+
+
 def kernel_abi(release: str) -> str:
     """'6.17.0-1009-intel' -> '6.17.0-1009': the part every package of that kernel names."""
     m = _ABI_RE.match(release)
@@ -112,20 +135,29 @@ def scan(
     flavour: str,
     runtime_patterns: Iterable[str] = DEFAULT_RUNTIME_PATTERNS,
     firmware_platforms: Iterable[str] = ("bmg",),
+    strict: bool = True,
 ) -> Bundle:
-    """Read the bundle's version, packages (of one flavour) and firmware, with checksums."""
+    """Read the bundle's version, packages (of one flavour) and firmware, with checksums.
+    strict=False keeps a package whose control data cannot be read, named "?" (verify compares
+    its checksum with the lock instead)."""
     if flavour not in FLAVOURS:
         raise BundleError(f"unknown flavour {flavour!r}: use one of {', '.join(FLAVOURS)}")
     tree = top / FLAVOURS[flavour]
     if not tree.is_dir():
         raise BundleError(f"{top}: has no {FLAVOURS[flavour]}/ folder")
-    version = (top / "VERSION").read_text().strip().splitlines()[0].strip()
+    version = _version(top / "VERSION")
     runtime = [re.compile(p) for p in runtime_patterns]
     platforms = set(firmware_platforms)
 
     debs = []
     for deb in sorted(tree.rglob("*.deb")):
-        fields = control_fields(deb, "Package", "Version", "Architecture")
+        try:
+            fields = control_fields(deb, "Package", "Version", "Architecture")
+        except DebError as e:
+            if strict:
+                raise BundleError(str(e)) from None
+            # verify() reports it by its checksum against the lock, the clearer message
+            fields = {"Package": "?", "Version": "?", "Architecture": "?"}
         debs.append((deb, fields))
     images = sorted({m["release"] for _, f in debs if (m := _IMAGE_RE.match(f["Package"]))})
     if len(images) > 1:
@@ -168,11 +200,24 @@ def scan(
 
 
 def _extract(tarball: Path, dest: Path) -> None:
+    """Unpack with the data filter (no links out, no devices), within the limits, and read the
+    compressed stream to its end: a CRC error or trailing garbage after the last member fails."""
     with tarfile.open(tarball) as tar:
-        try:
-            tar.extractall(dest, filter="data")
-        except TypeError:  # Python without extraction filters
-            tar.extractall(dest)
+        members = []
+        total = 0
+        for info in tar:
+            members.append(info)
+            total += info.size
+            if len(members) > MAX_MEMBERS or total > MAX_UNPACKED_BYTES:
+                raise BundleError(
+                    f"{tarball}: holds more than {MAX_MEMBERS} files or {MAX_UNPACKED_BYTES >> 30} GiB"
+                )
+            if not (info.isfile() or info.isdir() or info.issym() or info.islnk()):
+                raise BundleError(f"{tarball}: member {info.name} is a device or FIFO")
+        tar.extractall(dest, members=members, filter="data")
+        stream = tar.fileobj
+        while stream is not None and stream.read(1 << 20):
+            pass
 
 
 def make_lock(tarball: str | Path, flavour: str, **scan_args) -> dict:
@@ -184,19 +229,79 @@ def make_lock(tarball: str | Path, flavour: str, **scan_args) -> dict:
     with tempfile.TemporaryDirectory(prefix="arcops-bundle-") as tmp:
         try:
             _extract(tarball, Path(tmp))
-        except (tarfile.TarError, OSError) as e:
-            raise BundleError(f"{tarball}: cannot unpack: {e}") from e
+        except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError) as e:
+            raise BundleError(f"{tarball}: cannot unpack: {' '.join(str(e).split())}") from None
         bundle = scan(top_folder(Path(tmp)), flavour, **scan_args)
     return {"format": LOCK_FORMAT, "installer": {"file": tarball.name, "sha256": digest}, **bundle.as_dict()}
 
 
+_ENTRY_KEYS = {
+    "packages": ("path", "name", "version", "arch", "group", "sha256"),
+    "firmware": ("path", "name", "kind", "platform", "version", "sha256"),
+}
+
+
+def lock_problems(lock: object) -> list[str]:
+    """Everything wrong with a lock's shape, each naming the field (empty: it can be used)."""
+    if not isinstance(lock, dict):
+        return [f"the lock is {type(lock).__name__}, not a JSON object: re-run `arcops bundle lock`"]
+    if lock.get("format") != LOCK_FORMAT or isinstance(lock.get("format"), bool):
+        return [f"lock format {lock.get('format')!r} is not {LOCK_FORMAT}: re-run `arcops bundle lock`"]
+    problems = []
+    installer = lock.get("installer")
+    if not (
+        isinstance(installer, dict)
+        and isinstance(installer.get("file"), str)
+        and _SHA256_RE.fullmatch(str(installer.get("sha256")))
+    ):
+        problems.append("installer must be {file, sha256} with a 64-digit lower-case sha256")
+    if not isinstance(lock.get("version"), str):
+        problems.append("version must be a string")
+    if lock.get("flavour") not in FLAVOURS:
+        problems.append(f"flavour must be one of {', '.join(FLAVOURS)}")
+    if not isinstance(lock.get("kernel_release"), str | None):
+        problems.append("kernel_release must be a string or null")
+    for kind, keys in _ENTRY_KEYS.items():
+        entries = lock.get(kind)
+        if not isinstance(entries, list):
+            problems.append(f"{kind} must be a list")
+            continue
+        for n, entry in enumerate(entries):
+            bad = [k for k in keys if not isinstance(entry, dict) or not isinstance(entry.get(k), str)]
+            if bad:
+                problems.append(f"{kind}[{n}] lacks {', '.join(bad)} (strings)")
+            elif not _SHA256_RE.fullmatch(entry["sha256"]):
+                problems.append(f"{kind}[{n}].sha256 is not a 64-digit lower-case sha256")
+    return problems
+
+
+def load_lock(path: str | Path) -> dict:
+    """A lock file, parsed and checked; BundleError naming the file and the field otherwise."""
+    path = Path(path)
+    if not path.is_file():
+        raise BundleError(f"lock {path}: no such file (make it with `arcops bundle lock TARBALL -o {path}`)")
+    try:
+        lock = json.loads(path.read_bytes(), parse_constant=_no_json)
+    except RecursionError:
+        raise BundleError(f"lock {path}: nested too deeply") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise BundleError(f"lock {path}: not JSON: {e}") from None
+    problems = lock_problems(lock)
+    if problems:
+        raise BundleError(f"lock {path}: " + "; ".join(problems))
+    return lock
+
+
+def _no_json(constant: str) -> float:
+    raise ValueError(f"{constant} is not JSON")
+
+
 def verify(top: Path, lock: dict, **scan_args) -> Bundle:
     """Scan an unpacked bundle and refuse anything that differs from the lock."""
-    if lock.get("format") != LOCK_FORMAT:
-        raise BundleError(
-            f"lock format {lock.get('format')!r} is not {LOCK_FORMAT}: re-run `arcops bundle lock`"
-        )
-    bundle = scan(top, lock["flavour"], **scan_args)
+    problems = lock_problems(lock)
+    if problems:
+        raise BundleError("the lock cannot be used: " + "; ".join(problems))
+    bundle = scan(top, lock["flavour"], strict=False, **scan_args)
     problems = []
     if bundle.version != lock["version"]:
         problems.append(f"bundle version {bundle.version}, lock says {lock['version']}")

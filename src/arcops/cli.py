@@ -9,6 +9,7 @@ from pathlib import Path
 
 from . import __version__, allocprobe, bundle, debrepack, facts, firmware, grub, journal, llama_source
 from .debs import DebError
+from .outputs import OutputError, output_file, write_atomic
 from .report import print_json, print_table
 from .sysroot import SysRoot
 
@@ -25,6 +26,23 @@ GPU_COLUMNS = [
 ]
 
 
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def _read_input(path: str, what: str) -> bytes:
+    """An input file's bytes; a folder, FIFO or device is refused (reading one could hang)."""
+    import stat
+
+    try:
+        st = Path(path).stat()
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{what} {path}: not a regular file")
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise ValueError(f"{what} {path}: {e.strerror}") from None
+
+
 def _link_text(link: dict | None) -> str | None:
     if not link or link.get("width") is None:
         return None
@@ -37,8 +55,14 @@ def _simulated_banner(data: dict) -> None:
         print(f"SIMULATED hardware view from {data['root']}")
 
 
+def _sysroot(args: argparse.Namespace) -> SysRoot:
+    root = SysRoot(args.root)
+    root.check()
+    return root
+
+
 def _cmd_facts(args: argparse.Namespace) -> int:
-    data = facts.collect(SysRoot(args.root), args.disk)
+    data = facts.collect(_sysroot(args), args.disk)
     if args.json:
         print_json(data)
         return 0
@@ -54,12 +78,17 @@ def _cmd_facts(args: argparse.Namespace) -> int:
 
 
 def _cmd_gpus(args: argparse.Namespace) -> int:
-    data = facts.collect(SysRoot(args.root))
+    """Exit 1 when there is no Intel GPU: a box without one cannot serve, and scripts ask this."""
+    data = facts.collect(_sysroot(args))
     if args.json:
         print_json({k: data[k] for k in ("root", "simulated", "gpus", "display_gpu")})
-        return 0
-    _simulated_banner(data)
-    print_table([{**g, "slot_link": _link_text(g["link"])} for g in data["gpus"]], GPU_COLUMNS)
+    else:
+        _simulated_banner(data)
+        if data["gpus"]:
+            print_table([{**g, "slot_link": _link_text(g["link"])} for g in data["gpus"]], GPU_COLUMNS)
+    if not data["gpus"]:
+        print(f"arcops: no Intel GPU found under {data['root']}/sys/bus/pci/devices", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -93,13 +122,15 @@ def _cmd_guc_loaded(args: argparse.Namespace) -> int:
 
 def _cmd_bundle_lock(args: argparse.Namespace) -> int:
     try:
+        if args.output:
+            output_file(args.output, "lock file (-o)")
         lock = bundle.make_lock(args.tarball, args.flavour)
-    except (bundle.BundleError, DebError) as e:
+    except (bundle.BundleError, DebError, OutputError) as e:
         print(f"arcops: {e}", file=sys.stderr)
         return 2
     text = json.dumps(lock, indent=2, sort_keys=True) + "\n"
     if args.output:
-        Path(args.output).write_text(text)
+        write_atomic(args.output, text)
         print(
             f"wrote {args.output}: {len(lock['packages'])} packages, {len(lock['firmware'])} firmware files, "
             f"kernel {lock['kernel_release']}"
@@ -111,7 +142,7 @@ def _cmd_bundle_lock(args: argparse.Namespace) -> int:
 
 def _cmd_bundle_verify(args: argparse.Namespace) -> int:
     try:
-        lock = json.loads(Path(args.lock).read_text())
+        lock = bundle.load_lock(args.lock)
         found = bundle.verify(bundle.top_folder(Path(args.folder)), lock)
     except (bundle.BundleError, DebError, OSError, ValueError) as e:
         print(f"arcops: {e}", file=sys.stderr)
@@ -121,7 +152,7 @@ def _cmd_bundle_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_boot_entry(args: argparse.Namespace) -> int:
-    entry = grub.boot_entry(SysRoot(args.root), args.release, args.grub_cfg).as_dict()
+    entry = grub.boot_entry(_sysroot(args), args.release, args.grub_cfg).as_dict()
     if args.json:
         print_json(entry)
     else:
@@ -179,9 +210,9 @@ def _cmd_llama_source(args: argparse.Namespace) -> int:
 
 def _cmd_alloc_probe_verdict(args: argparse.Namespace) -> int:
     try:
-        text = sys.stdin.read() if args.report == "-" else Path(args.report).read_text()
+        text = sys.stdin.buffer.read() if args.report == "-" else _read_input(args.report, "probe report")
         found = allocprobe.verdict(allocprobe.parse(text), args.max_host_ram_fraction)
-    except (allocprobe.ProbeError, OSError) as e:
+    except (allocprobe.ProbeError, OSError, ValueError) as e:
         print(f"arcops: {e}", file=sys.stderr)
         return 2
     if args.json:
@@ -269,12 +300,37 @@ def _cmd_watchdog(args: argparse.Namespace) -> int:
             signal.signal(signum, handler)
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors on one line (exit 2), naming the command and pointing at its --help."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _number(text: str, zero_ok: bool) -> float:
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero_ok):
+        raise argparse.ArgumentTypeError(f"{text} is not a {'' if zero_ok else 'positive, '}finite number")
+    return value
+
+
+def _finite(text: str) -> float:
+    return _number(text, zero_ok=False)
+
+
+def _seconds(text: str) -> float:
+    return _number(text, zero_ok=True)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="arcops", description="Facts and checks for Intel Arc inference boxes."
-    )
+    parser = _Parser(prog="arcops", description="Facts and checks for Intel Arc inference boxes.")
     parser.add_argument("--version", action="version", version=f"arcops {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def with_root(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         p.add_argument(
@@ -301,7 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_guc_loaded)
 
     p = sub.add_parser("bundle", help="Intel offline installer bundles: lock and verify")
-    bsub = p.add_subparsers(dest="bundle_command", required=True)
+    bsub = p.add_subparsers(dest="bundle_command", required=True, parser_class=_Parser)
     q = bsub.add_parser(
         "lock", help="write the lock (sha256 of tarball, packages, firmware) for a real tarball"
     )
@@ -360,7 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_alloc_probe_verdict)
 
     p = sub.add_parser("vllm", help="the vLLM container the vllm_service role deploys")
-    vsub = p.add_subparsers(dest="vllm_command", required=True)
+    vsub = p.add_subparsers(dest="vllm_command", required=True, parser_class=_Parser)
     q = vsub.add_parser(
         "render", help="print the container spec for vllm_service_* variables as JSON (exit 2: refused)"
     )
@@ -381,7 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     q.add_argument(
         "--host-mem-gib",
-        type=float,
+        type=_finite,
         metavar="N",
         help="host MemTotal (GiB) for the RAM check (default: this machine's /proc/meminfo)",
     )
@@ -411,7 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--attempts", type=_positive_int, default=3, help="starts at most (default 3)")
     p.add_argument(
-        "--start-timeout", type=float, default=900.0, metavar="S", help="seconds to ready (default 900)"
+        "--start-timeout", type=_finite, default=900.0, metavar="S", help="seconds to ready (default 900)"
     )
     p.add_argument(
         "--report-dir",
@@ -421,7 +477,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--dump-settle",
-        type=float,
+        type=_seconds,
         default=3.0,
         metavar="S",
         help="seconds to wait after an xe event for more events and the devcoredump (default 3)",
@@ -442,7 +498,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("arcops: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # the reader went away (| head): nothing more to say
+        return 0
+    except (OSError, ValueError, UnicodeError, RecursionError) as e:
+        # Each command refuses the input it knows with its own message; this names what was left.
+        print(f"arcops {args.command}: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -14,10 +14,12 @@ import os
 import shutil
 import subprocess
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .checksum import sha256_file
-from .debs import DebError, control_fields, members
+from .debs import DebError, check_data, control_fields, control_files, members
+from .outputs import OutputError, output_dir, write_atomic
 from .runparts_split import rewrite
 from .shellscan import ShellSyntaxError
 
@@ -43,10 +45,8 @@ def report_path(output: Path) -> Path:
     return output.with_name(output.name + REPORT_SUFFIX)
 
 
-def _is_script(path: Path) -> bool:
-    with path.open("rb") as f:
-        head = f.read(64)
-    return path.name in MAINTAINER_SCRIPTS and head.startswith(b"#!") and b"sh" in head.split(b"\n", 1)[0]
+def _is_script(name: str, data: bytes) -> bool:
+    return name in MAINTAINER_SCRIPTS and data.startswith(b"#!") and b"sh" in data.split(b"\n", 1)[0]
 
 
 def _check_syntax(script: Path) -> None:
@@ -63,25 +63,45 @@ def _marker(source_sha256: str, changes: int) -> str:
     return f"format {REPACK_FORMAT}; {changes} run-parts call(s) split; source sha256 {source_sha256}"
 
 
-def _rewrite_scripts(control_dir: Path) -> dict[str, list[dict]]:
+def _rewrite_scripts(deb: Path) -> tuple[dict[str, bytes], dict[str, list[dict]]]:
+    """(new script bytes, changes) per maintainer script that changed. Scripts are read as bytes
+    and decoded with surrogateescape: text that is not UTF-8 passes through unchanged."""
+    try:
+        control = control_files(deb)
+    except DebError as e:
+        raise RepackError(str(e)) from e
+    new: dict[str, bytes] = {}
     changed: dict[str, list[dict]] = {}
-    for script in sorted(control_dir.iterdir()):
-        if not _is_script(script):
+    for name in sorted(control):
+        if not _is_script(name, control[name]):
             continue
         try:
-            new_text, changes = rewrite(script.read_text())
+            text, changes = rewrite(control[name].decode("utf-8", "surrogateescape"))
         except ShellSyntaxError as e:
-            raise RepackError(f"{script.name}: {e}") from e
+            raise RepackError(f"{deb}: {name}: {e}") from e
         if changes:
-            script.write_text(new_text)
-            _check_syntax(script)
-            changed[script.name] = [c.as_dict() for c in changes]
-    return changed
+            new[name] = text.encode("utf-8", "surrogateescape")
+            changed[name] = [c.as_dict() for c in changes]
+    return new, changed
+
+
+def _replace_file(path: Path, data: bytes) -> None:
+    """Write a fresh file at path: whatever stood there (a link above all) is removed, not followed."""
+    if path.is_symlink() or path.exists():
+        if path.is_dir() and not path.is_symlink():
+            raise RepackError(f"{path}: is a folder, expected a file")
+        path.unlink()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o755)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
 
 
 def _add_marker(control: Path, value: str) -> None:
-    lines = [ln for ln in control.read_text().splitlines() if not ln.startswith(f"{MARKER_FIELD}:")]
-    control.write_text("\n".join(lines) + f"\n{MARKER_FIELD}: {value}\n")
+    text = control.read_bytes().decode("utf-8", "surrogateescape")
+    lines = [ln for ln in text.splitlines() if not ln.startswith(f"{MARKER_FIELD}:")]
+    new = "\n".join(lines) + f"\n{MARKER_FIELD}: {value}\n"
+    _replace_file(control, new.encode("utf-8", "surrogateescape"))
+    control.chmod(0o644)
 
 
 def _identity(deb: Path) -> dict[str, str]:
@@ -94,30 +114,51 @@ def _identity(deb: Path) -> dict[str, str]:
         raise RepackError(str(e)) from e
 
 
+@dataclass
+class _Plan:
+    """What one input needs, decided before anything is written."""
+
+    deb: Path
+    fields: dict[str, str]
+    source_sha256: str
+    previous: dict | None  # an intact earlier result: nothing to do
+    new_scripts: dict[str, bytes] = field(default_factory=dict)
+    changes: dict[str, list[dict]] = field(default_factory=dict)
+
+
+def _plan(deb: Path, outdir: Path) -> _Plan:
+    fields = _identity(deb)
+    source_sha256 = sha256_file(deb)
+    plan = _Plan(deb, fields, source_sha256, previous_report(outdir / deb.name, source_sha256))
+    if plan.previous is None:
+        plan.new_scripts, plan.changes = _rewrite_scripts(deb)
+        if not plan.changes:
+            try:
+                check_data(deb)  # copied unchanged: it must at least unpack
+            except DebError as e:
+                raise RepackError(str(e)) from e
+    return plan
+
+
 def repack(deb: str | Path, outdir: str | Path, compressor: str | None = None) -> dict:
     """Repack (or copy) one .deb into OUTDIR; returns its report. Skips work already done."""
-    return _repack(Path(deb), _identity(Path(deb)), Path(outdir), compressor)
+    return repack_all([deb], outdir, compressor)[0]
 
 
-def _repack(deb: Path, fields: dict[str, str], outdir: Path, compressor: str | None) -> dict:
-    source_sha256 = sha256_file(deb)
+def _write(plan: _Plan, outdir: Path, compressor: str | None) -> dict:
+    if plan.previous is not None:
+        return plan.previous
+    deb, changes = plan.deb, plan.changes
     output = outdir / deb.name
-    previous = previous_report(output, source_sha256)
-    if previous is not None:
-        return previous
-
-    outdir.mkdir(parents=True, exist_ok=True)
+    marker = _marker(plan.source_sha256, sum(len(v) for v in changes.values())) if changes else ""
     with tempfile.TemporaryDirectory(prefix="debrepack-", dir=outdir) as tmp:
-        control_dir = Path(tmp) / "control"
-        _run(["dpkg-deb", "--control", str(deb), str(control_dir)], f"{deb}: cannot extract its control data")
-        changes = _rewrite_scripts(control_dir)
-        marker = _marker(source_sha256, sum(len(v) for v in changes.values())) if changes else ""
         partial = Path(tmp) / deb.name
         if changes:
             tree = Path(tmp) / "tree"
             _run(["dpkg-deb", "--raw-extract", str(deb), str(tree)], f"{deb}: cannot unpack it")
-            for name in changes:
-                shutil.copy2(control_dir / name, tree / "DEBIAN" / name)
+            for name, data in plan.new_scripts.items():
+                _replace_file(tree / "DEBIAN" / name, data)
+                _check_syntax(tree / "DEBIAN" / name)
             _add_marker(tree / "DEBIAN" / "control", marker)
             # Level 1: a repacked package is installed once on this box; at dpkg-deb's default
             # level a kernel package takes minutes to compress.
@@ -133,23 +174,23 @@ def _repack(deb: Path, fields: dict[str, str], outdir: Path, compressor: str | N
                 build.insert(1, "--root-owner-group")  # raw-extract kept no owners without root
             _run(build, f"{deb}: dpkg-deb could not rebuild it")
         else:
-            shutil.copy2(deb, partial)
+            shutil.copyfile(deb, partial)
         os.replace(partial, output)
 
     report = {
         "input": str(deb),
         "output": str(output),
-        "package": fields["Package"],
-        "version": fields["Version"],
-        "architecture": fields["Architecture"],
+        "package": plan.fields["Package"],
+        "version": plan.fields["Version"],
+        "architecture": plan.fields["Architecture"],
         "status": "repacked" if changes else "unchanged",
         "format": REPACK_FORMAT,
-        "source_sha256": source_sha256,
+        "source_sha256": plan.source_sha256,
         "sha256": sha256_file(output),
         "marker": marker,  # the Arcops-Repacked field dpkg will show once it is installed
         "changes": changes,
     }
-    report_path(output).write_text(json.dumps(report, indent=2) + "\n")
+    write_atomic(report_path(output), json.dumps(report, indent=2) + "\n")
     return {**report, "done_before": False}
 
 
@@ -168,6 +209,18 @@ def previous_report(output: Path, source_sha256: str) -> dict | None:
 
 
 def repack_all(debs: list[str | Path], outdir: str | Path, compressor: str | None = None) -> list[dict]:
-    """Repack several packages; every input is checked to be a .deb before any is written."""
-    checked = [(Path(deb), _identity(Path(deb))) for deb in debs]
-    return [_repack(deb, fields, Path(outdir), compressor) for deb, fields in checked]
+    """Repack several packages. Every input is read and every rewrite decided before the first
+    output is written: a bad package among good ones leaves the output folder as it was."""
+    paths = [Path(deb) for deb in debs]
+    names = [p.name for p in paths]
+    if dupes := sorted({n for n in names if names.count(n) > 1}):
+        raise RepackError(f"several inputs are named {', '.join(dupes)}: their outputs would collide")
+    out = Path(outdir)
+    if out.exists() and not out.is_dir():
+        raise RepackError(f"output folder {out}: exists and is not a folder")
+    plans = [_plan(p, out) for p in paths]
+    try:
+        out = output_dir(out)
+    except OutputError as e:
+        raise RepackError(str(e)) from e
+    return [_write(plan, out, compressor) for plan in plans]

@@ -50,6 +50,8 @@ class BlobVersion:
 def _head(path: Path) -> bytes:
     """The first HEAD_BYTES of the blob, decompressing zstd (zstd's CLI: Python 3.11 has no zstd)."""
     try:
+        if path.exists() and not path.is_file():  # a FIFO would block the read
+            raise FirmwareError(f"{path}: not a regular file")
         with path.open("rb") as f:
             raw = f.read(HEAD_BYTES)
     except OSError as e:
@@ -122,9 +124,13 @@ def blob_version(path: str | Path) -> BlobVersion:
 #   xe 0000:03:00.0: [drm] Using GuC firmware from xe/bmg_guc_70.bin version 70.29.2
 _LOADED_RE = re.compile(
     r"xe (?P<address>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]):.*?"
-    r"(?:(?P<gt>GT\d+): )?Using (?P<kind>GuC|HuC|GSC) firmware from (?P<file>\S+) version (?P<version>[\d.]+)"
+    r"(?:(?P<gt>GT\d+): )?Using (?P<kind>GuC|HuC|GSC) firmware from (?P<file>\S+) "
+    r"version (?P<version>[0-9]+(?:\.[0-9]+)*)\b"
 )
-_GUC_INFO_RE = re.compile(r"^\s*version: wanted (?P<wanted>[\d.]+), found (?P<found>[\d.]+)", re.MULTILINE)
+_GUC_INFO_RE = re.compile(
+    r"^\s*version: wanted (?P<wanted>[0-9]+(?:\.[0-9]+)*), found (?P<found>[0-9]+(?:\.[0-9]+)*)\b",
+    re.MULTILINE,
+)
 
 
 @dataclass(frozen=True)

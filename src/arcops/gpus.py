@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 
 from .pci_ids import INTEL_VENDOR, model_name
 from .pcie import PCI_DEVICES, read_link, slot_address
-from .sysroot import SysRoot
+from .sysroot import SysRoot, parse_int
 
 DISPLAY_CLASS_PREFIX = "0x03"  # PCI base class 03: VGA, 3D and other display controllers
 MIB = 1024 * 1024
+_HEX = re.compile(r"0x[0-9a-fA-F]{1,16}")
 
 
 @dataclass
@@ -39,7 +41,10 @@ def _bar_mib(resource: str | None, index: int) -> int | None:
     lines = (resource or "").splitlines()
     if index >= len(lines):
         return None
-    start, end, _ = (int(v, 16) for v in lines[index].split())
+    fields = lines[index].split()
+    if len(fields) != 3 or not all(_HEX.fullmatch(v) for v in fields):
+        return None  # not the kernel's 'start end flags' row
+    start, end = int(fields[0], 16), int(fields[1], 16)
     return (end - start + 1) // MIB if end > start else None
 
 
@@ -61,7 +66,7 @@ def read_gpu(sysroot: SysRoot, address: str) -> Gpu:
         card=_drm_node(nodes, "card"),
         render=_drm_node(nodes, "renderD"),
         by_path=by_path,
-        numa_node=int(numa) if numa not in (None, "", "-1") else None,
+        numa_node=numa_node if (numa_node := parse_int(numa)) is not None and numa_node >= 0 else None,
         boot_vga=sysroot.read(f"{base}/boot_vga") == "1",
         bar2_mib=_bar_mib(sysroot.read(f"{base}/resource"), 2),
         link=read_link(sysroot, slot_address(sysroot, address)).as_dict(),

@@ -6,7 +6,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .sysroot import SysRoot
+from .sysroot import SysRoot, parse_int
 
 KIB = 1024
 GIB = 1024**3
@@ -34,7 +34,7 @@ def meminfo(sysroot: SysRoot) -> dict[str, int]:
     for line in (sysroot.read("/proc/meminfo") or "").splitlines():
         key, _, rest = line.partition(":")
         parts = rest.split()
-        if parts and parts[0].isdigit():
+        if parts and parse_int(parts[0]) is not None:
             values[key] = int(parts[0]) * (KIB if parts[1:] == ["kB"] else 1)
     return values
 

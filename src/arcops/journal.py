@@ -66,15 +66,31 @@ def follow_argv(
     raise ValueError("following needs a cursor or a start time")
 
 
+def _field_text(value: object) -> str:
+    """A journal JSON field as text. journalctl writes a string; an array of byte values for
+    text that is not UTF-8; an array of those (strings or byte arrays) for a field logged more
+    than once; null for a field too large to show. Anything else is shown as it is."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        if value and all(isinstance(b, int) and not isinstance(b, bool) and 0 <= b < 256 for b in value):
+            return bytes(value).decode("utf-8", errors="replace")
+        if all(isinstance(v, str | list) or v is None for v in value):
+            return "\n".join(_field_text(v) for v in value)
+    return json.dumps(value)
+
+
 def _message(line: str) -> str:
+    """The MESSAGE of one line of `journalctl -o json`; a line that is not JSON comes as it is."""
     try:
         entry = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return line.rstrip("\n")
-    message = entry.get("MESSAGE", "") if isinstance(entry, dict) else ""
-    if isinstance(message, list):  # journalctl's JSON for a message that is not valid UTF-8
-        message = bytes(message).decode("utf-8", errors="replace")
-    return str(message)
+    if not isinstance(entry, dict):
+        return line.rstrip("\n")
+    return _field_text(entry.get("MESSAGE"))
 
 
 class Follower:

@@ -11,7 +11,7 @@ import os
 import re
 from dataclasses import asdict, dataclass
 
-from .sysroot import SysRoot
+from .sysroot import SysRoot, parse_int, parse_number
 
 PCI_DEVICES = "/sys/bus/pci/devices"
 _ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]$")
@@ -39,12 +39,13 @@ class Link:
 
 def _speed(text: str | None) -> float | None:
     # "16.0 GT/s PCIe" (newer kernels), "8 GT/s" (older), "Unknown"
-    m = re.match(r"([\d.]+) GT/s", text or "")
-    return float(m.group(1)) if m else None
+    m = re.match(r"(\S+) GT/s", text or "")
+    return parse_number(m.group(1)) if m else None
 
 
 def _int(text: str | None) -> int | None:
-    return int(text) if text and text.isdigit() else None
+    value = parse_int(text)
+    return value if value is not None and value > 0 else None
 
 
 def read_link(sysroot: SysRoot, address: str) -> Link:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from .shellscan import Command, HereDoc, ShellSyntaxError, commands
+from .shellscan import Command, HereDoc, ShellSyntaxError, scan
 
 RUN_PARTS = frozenset({"run-parts", "/bin/run-parts", "/usr/bin/run-parts"})
 # Commands that run their arguments as a command: a run-parts behind them is not rewritten
@@ -107,14 +107,57 @@ def _replacement(cmd: Command, live_dollar: bool) -> str:
     )
 
 
+_SHELLS = frozenset({"sh", "bash", "dash", "/bin/sh", "/bin/bash", "/bin/dash", "/usr/bin/bash"})
+
+
+def _unquote(word: str) -> str:
+    if len(word) >= 2 and word[0] == word[-1] and word[0] in "'\"":
+        return word[1:-1]
+    return word
+
+
+def _evaluated_text(cmd: Command) -> str | None:
+    """The script an `eval ...` or `sh -c '...'` runs, as far as it is written out, else None."""
+    words = [w.text for w in cmd.words]
+    if words and words[0] == "eval":
+        return " ".join(_unquote(w) for w in words[1:])
+    if words and words[0] in _SHELLS and "-c" in words[1:-1]:
+        return _unquote(words[words.index("-c") + 1])
+    return None
+
+
+def _refuse_hidden(text: str, what: str, line: int) -> None:
+    """A script run indirectly (inside $(...), `...`, eval, sh -c) cannot be rewritten in place:
+    refuse when it holds a run-parts call that needs splitting, or cannot be read."""
+    if "run-parts" not in text:
+        return
+    try:
+        _, changes = _rewrite(text, False, False, line - 1)
+    except ShellSyntaxError as e:
+        raise ShellSyntaxError(f"line {line}: run-parts inside {what} that cannot be read ({e})") from e
+    if changes:
+        raise ShellSyntaxError(
+            f"line {changes[0].line}: run-parts with several directories inside {what}; rewrite it by hand"
+        )
+
+
 def _rewrite(text: str, in_heredoc: bool, live_dollar: bool, line_offset: int) -> tuple[str, list[Change]]:
-    cmds, heredocs = commands(text)
+    found = scan(text, needle="run-parts")
     edits: list[tuple[int, int, str]] = []
     changes: list[Change] = []
-    for cmd in cmds:
+    for sub in found.substitutions:
+        inner = text[sub.start : sub.end]
+        if sub.kind == "`":  # inside backquotes \\, \` and \$ stand for the character
+            inner = inner.replace("\\\\", "\\").replace("\\`", "`").replace("\\$", "$")
+        what = "$(...)" if sub.kind == "$(" else "`...`"
+        _refuse_hidden(inner, what, found.lines.line(sub.start) + line_offset)
+    for cmd in found.commands:
         if _wrapped(cmd):
             where, wrapper = cmd.line + line_offset, cmd.words[0].text
             raise ShellSyntaxError(f"line {where}: run-parts is run through {wrapper}; rewrite it by hand")
+        evaluated = _evaluated_text(cmd)
+        if evaluated is not None:
+            _refuse_hidden(evaluated, cmd.words[0].text, cmd.line + line_offset)
         if not needs_split(cmd):
             continue
         if any(r.lstrip("0123456789").startswith("<<") for r in cmd.redirects):
@@ -124,33 +167,46 @@ def _rewrite(text: str, in_heredoc: bool, live_dollar: bool, line_offset: int) -
         new = _replacement(cmd, live_dollar)
         edits.append((cmd.start, cmd.end, new))
         changes.append(Change(cmd.line + line_offset, cmd.text(text), new, in_heredoc))
-    for doc in heredocs:
-        edits_in_doc, doc_changes = _rewrite_heredoc(text, doc, line_offset)
+    for doc in found.heredocs:
+        edits_in_doc, doc_changes = _rewrite_heredoc(
+            text, doc, line_offset + found.lines.line(doc.body_start) - 1
+        )
         edits += edits_in_doc
         changes += doc_changes
-    out = text
-    for start, end, new in sorted(edits, reverse=True):
-        out = out[:start] + new + out[end:]
+    pieces, at = [], 0
+    for start, end, new in sorted(edits):
+        pieces += [text[at:start], new]
+        at = end
     changes.sort(key=lambda c: c.line)
-    return out, changes
+    return "".join([*pieces, text[at:]]), changes
 
 
-def _rewrite_heredoc(
-    text: str, doc: HereDoc, line_offset: int
-) -> tuple[list[tuple[int, int, str]], list[Change]]:
+def _rewrite_heredoc(text: str, doc: HereDoc, offset: int) -> tuple[list[tuple[int, int, str]], list[Change]]:
     body = text[doc.body_start : doc.body_end]
     if "run-parts" not in body:  # not a script we need to read (it may not be shell at all)
         return [], []
-    offset = line_offset + text.count("\n", 0, doc.body_start)
     try:
         new_body, changes = _rewrite(body, True, doc.expands, offset)
     except ShellSyntaxError as e:
-        raise ShellSyntaxError(f"here-document '{doc.delimiter}': {e}") from e
+        # A body that is not shell (a message, a config file) may still mention run-parts: it is
+        # refused only when a line of it reads as a run-parts call that needs splitting.
+        if any("run-parts" in line and _line_needs_split(line) for line in body.splitlines()):
+            raise ShellSyntaxError(f"here-document '{doc.delimiter}': {e}") from e
+        return [], []
     if not changes:
         return [], []
     return [(doc.body_start, doc.body_end, new_body)], changes
 
 
+def _line_needs_split(line: str) -> bool:
+    try:
+        return bool(_rewrite(line, True, False, 0)[1])
+    except ShellSyntaxError:
+        return line.lstrip().startswith(tuple(RUN_PARTS))
+
+
 def rewrite(script: str) -> tuple[str, list[Change]]:
     """The script with every multi-directory run-parts call split, and what changed."""
+    if "run-parts" not in script:  # nothing to find: the script need not even be shell we can read
+        return script, []
     return _rewrite(script, False, False, 0)

@@ -9,14 +9,51 @@ e.g. a trigger file written with `cat <<EOF`).
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
-OPERATORS = ("&&", "||", ";;", "<<-", "<<", ">>", ">&", "<&", "<>", ">|", ";", "&", "|", "(", ")", "<", ">")
-REDIRECTS = frozenset({"<<-", "<<", ">>", ">&", "<&", "<>", ">|", "<", ">"})
+# "<<<" (bash's here-string) before "<<": it is a redirection, not a here-document.
+OPERATORS = (
+    "&&",
+    "||",
+    ";;",
+    "<<<",
+    "<<-",
+    "<<",
+    ">>",
+    ">&",
+    "<&",
+    "<>",
+    ">|",
+    ";",
+    "&",
+    "|",
+    "(",
+    ")",
+    "<",
+    ">",
+)
+REDIRECTS = frozenset({"<<<", "<<-", "<<", ">>", ">&", "<&", "<>", ">|", "<", ">"})
 # After these words the next word is again in command position.
 RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+# Characters that carry no meaning inside a word: skipped in one regex step (the lexer must
+# stay linear and fast on 100k-line scripts).
+_PLAIN = re.compile(r"[^ \t\n;&|()<>\\'\"$`*?\[]+")
+_BLANKS = re.compile(r"[ \t]+")
+# The common word: plain text and quotes with nothing live inside, ending at a delimiter. Words
+# with expansions, escapes or globs take the character-by-character path.
+_SIMPLE_WORD = re.compile(r"""(?:[^ \t\n;&|()<>\\'"$`*?\[]|'[^']*'|"[^"\\$`]*")+(?=[ \t\n;&|()<>]|\Z)""")
+# One token at the lexer's position: blanks (and line continuations) or a comment to skip, a
+# newline, an operator, or a simple word; no match means a word for the slow path.
+_TOKEN = re.compile(
+    r"(?P<blank>(?:[ \t]|\\\n)+(?:\#[^\n]*)?|\#[^\n]*)|(?P<newline>\n)"
+    r"|(?P<op>" + "|".join(re.escape(o) for o in OPERATORS) + r")|(?P<word>" + _SIMPLE_WORD.pattern + ")"
+)
+# Expansions nested deeper than this are refused (no real maintainer script comes near it; the
+# limit keeps the recursive scan far from Python's recursion limit).
+MAX_NESTING = 100
 
 
 class ShellSyntaxError(ValueError):
@@ -41,6 +78,25 @@ class HereDoc:
 
 
 @dataclass
+class Substitution:
+    """A command substitution, $(...) or `...`: its inner text is a script of its own."""
+
+    kind: str  # "$(" or "`"
+    start: int  # of the inner text
+    end: int
+
+
+class LineIndex:
+    """1-based line numbers of offsets in a text, by binary search (one pass to build)."""
+
+    def __init__(self, text: str) -> None:
+        self._starts = [m.end() for m in re.finditer("\n", text)]
+
+    def line(self, offset: int) -> int:
+        return bisect.bisect_right(self._starts, offset) + 1
+
+
+@dataclass
 class Command:
     assignments: list[Word]
     words: list[Word]  # command word first
@@ -53,7 +109,7 @@ class Command:
         return script[self.start : self.end]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Token:
     kind: str  # "word", "op", "newline"
     text: str
@@ -63,49 +119,78 @@ class _Token:
     io_number: bool = False
 
 
+# A line that cannot open anything spanning lines (no quote left open, no backslash, no $( ${ or
+# here-document): its commands can be skipped when they cannot hold the text the caller wants.
+_SELF_CONTAINED_LINE = re.compile(
+    r"""(?:[^'"`\\$<\n]|\$(?![({'])|<(?!<)|'[^'\n]*'|"(?:[^"\\`$\n]|\$(?![({]))*")*(?=\n|\Z)"""
+)
+
+
 class _Lexer:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, needle: str | None = None) -> None:
         self.s = text
+        self.needle = needle  # when given, self-contained lines without it are skipped
         self.i = 0
         self.tokens: list[_Token] = []
         self.heredocs: list[HereDoc] = []  # every here-doc, in order
+        self.substitutions: list[Substitution] = []
         self._pending: list[HereDoc] = []
+        self._depth = 0
+
+    def _nest(self) -> None:
+        self._depth += 1
+        if self._depth > MAX_NESTING:
+            raise self.error(f"quotes and expansions nested more than {MAX_NESTING} deep")
 
     def error(self, what: str) -> ShellSyntaxError:
-        line = self.s.count("\n", 0, self.i) + 1
+        line = self.s.count("\n", 0, min(self.i, len(self.s))) + 1
         return ShellSyntaxError(f"line {line}: {what}")
 
+    def _skip_line(self) -> None:
+        """Past a line that cannot matter: self-contained and without the needle."""
+        m = _SELF_CONTAINED_LINE.match(self.s, self.i)
+        if m and self.needle not in m.group():
+            self.i = m.end()
+
     def run(self) -> list[_Token]:
-        s = self.s
-        while self.i < len(s):
-            c = s[self.i]
-            if c == "\\" and s.startswith("\\\n", self.i):
-                self.i += 2
-            elif c in " \t":
+        s, n, tokens = self.s, len(self.s), self.tokens
+        if self.needle:
+            self._skip_line()
+        while self.i < n:
+            m = _TOKEN.match(s, self.i)
+            kind = m.lastgroup if m else None
+            if kind == "blank":
+                self.i = m.end()
+            elif kind == "word":
+                end = m.end()
+                token = _Token("word", m.group(), self.i, end)
+                token.io_number = token.text.isdigit() and end < n and s[end] in "<>"
+                tokens.append(token)
+                self.i = end
+            elif kind == "newline":
+                tokens.append(_Token("newline", "\n", self.i, self.i + 1))
                 self.i += 1
-            elif c == "#":
-                while self.i < len(s) and s[self.i] != "\n":
-                    self.i += 1
-            elif c == "\n":
-                self.tokens.append(_Token("newline", "\n", self.i, self.i + 1))
-                self.i += 1
-                self._read_heredoc_bodies()
-            else:
-                op = next((o for o in OPERATORS if s.startswith(o, self.i)), None)
-                if op:
-                    self.tokens.append(_Token("op", op, self.i, self.i + len(op)))
-                    self.i += len(op)
-                    if op in ("<<", "<<-"):
-                        self._heredoc_delimiter(op == "<<-")
-                else:
-                    self._word()
+                if self._pending:
+                    self._read_heredoc_bodies()
+                if self.needle:
+                    self._skip_line()
+            elif kind == "op":
+                op = m.group()
+                tokens.append(_Token("op", op, self.i, self.i + len(op)))
+                self.i += len(op)
+                if op in ("<<", "<<-"):
+                    self._heredoc_delimiter(op == "<<-")
+            else:  # a word with expansions, escapes or globs
+                self._word()
         if self._pending:
             raise self.error(f"here-document '{self._pending[0].delimiter}' has no body")
-        return self.tokens
+        return tokens
 
     def _heredoc_delimiter(self, strip_tabs: bool) -> None:
         while self.i < len(self.s) and self.s[self.i] in " \t":
             self.i += 1
+        if self.i >= len(self.s) or self.s[self.i] in "\n;&|()<>":
+            raise self.error("here-document operator without a delimiter word")
         token = self._word()
         raw = token.text
         quoted = any(q in raw for q in "'\"\\")
@@ -132,7 +217,14 @@ class _Lexer:
 
     def _word(self) -> _Token:
         s, start, splits = self.s, self.i, False
+        simple = _SIMPLE_WORD.match(s, start)
+        if simple:
+            self.i = simple.end()
         while self.i < len(s):
+            plain = _PLAIN.match(s, self.i)
+            if plain:
+                self.i = plain.end()
+                continue
             c = s[self.i]
             if c in " \t\n;&|()<>":
                 break
@@ -160,6 +252,7 @@ class _Lexer:
 
     def _double_quoted(self) -> None:
         s, start = self.s, self.i
+        self._nest()
         self.i += 1
         while self.i < len(s):
             c = s[self.i]
@@ -167,6 +260,7 @@ class _Lexer:
                 self.i += 2
             elif c == '"':
                 self.i += 1
+                self._depth -= 1
                 return
             elif c in "$`":
                 self._expansion()
@@ -179,13 +273,30 @@ class _Lexer:
         s = self.s
         if s[self.i] == "`":
             self.i += 1
+            inner = self.i
             while self.i < len(s) and s[self.i] != "`":
                 self.i += 2 if s[self.i] == "\\" else 1
             if self.i >= len(s):
                 raise self.error("unterminated backquote")
+            self.substitutions.append(Substitution("`", inner, self.i))
+            self.i += 1
+        elif s.startswith("$'", self.i):  # bash's $'...': backslash escapes, \' included
+            start = self.i
+            self.i += 2
+            while self.i < len(s) and s[self.i] != "'":
+                self.i += 2 if s[self.i] == "\\" else 1
+            if self.i >= len(s):
+                self.i = start
+                raise self.error("unterminated $'...' quote")
             self.i += 1
         elif s.startswith("$(", self.i) or s.startswith("${", self.i):
+            self._nest()
+            inner = self.i + 2
+            command = s.startswith("$(", self.i) and not s.startswith("$((", self.i)
             self._balanced(s[self.i + 1], ")" if s[self.i + 1] == "(" else "}")
+            if command:
+                self.substitutions.append(Substitution("$(", inner, self.i - 1))
+            self._depth -= 1
         else:
             self.i += 1  # $name, $1, $*, $? ...: the rest is scanned as ordinary word text
 
@@ -206,7 +317,7 @@ class _Lexer:
             if c == '"':
                 self._double_quoted()
                 continue
-            if c == "`" or (c == "$" and s[self.i + 1 : self.i + 2] in ("(", "{")):
+            if c == "`" or (c == "$" and s[self.i + 1 : self.i + 2] in ("(", "{", "'")):
                 self._expansion()
                 continue
             if c == open_:
@@ -220,10 +331,27 @@ class _Lexer:
         raise self.error(f"unbalanced {open_}")
 
 
+@dataclass
+class Scan:
+    commands: list[Command]  # every simple command (not those of here-doc bodies or substitutions)
+    heredocs: list[HereDoc]
+    substitutions: list[Substitution]
+    lines: LineIndex
+
+
 def commands(script: str) -> tuple[list[Command], list[HereDoc]]:
     """Every simple command of the script (not of here-doc bodies), and every here-doc."""
-    lexer = _Lexer(script)
+    found = scan(script)
+    return found.commands, found.heredocs
+
+
+def scan(script: str, needle: str | None = None) -> Scan:
+    """The script's simple commands, here-documents and command substitutions. With a needle,
+    commands on lines that are self-contained and do not contain it are left out (the scan of
+    a long script then costs little more than one regex pass over it)."""
+    lexer = _Lexer(script, needle)
     tokens = lexer.run()
+    lines = LineIndex(script)
     found: list[Command] = []
     current: Command | None = None
     at_start = True
@@ -232,7 +360,7 @@ def commands(script: str) -> tuple[list[Command], list[HereDoc]]:
     def close() -> None:
         nonlocal current
         if current is not None and current.words:
-            current.line = script.count("\n", 0, current.start) + 1
+            current.line = lines.line(current.start)
             found.append(current)
         current = None
 
@@ -275,4 +403,4 @@ def commands(script: str) -> tuple[list[Command], list[HereDoc]]:
         at_start = False
         k += 1
     close()
-    return found, lexer.heredocs
+    return Scan(found, lexer.heredocs, lexer.substitutions, lines)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import stat
 from pathlib import Path
 
 # A fixture tree carries this file at its top. Facts read from it say so, so a simulated
@@ -20,10 +22,14 @@ class SysRoot:
         return self.root / host_path.lstrip("/")
 
     def read(self, host_path: str, default: str | None = None) -> str | None:
-        """The stripped text of a file, or ``default`` when it is missing or unreadable."""
+        """The stripped text of a file, or ``default`` when it is missing, unreadable or not a
+        regular file (sysfs and procfs attributes are; a FIFO in a fixture would hang the read)."""
+        path = self.path(host_path)
         try:
-            return self.path(host_path).read_text(encoding="utf-8", errors="replace").strip()
-        except OSError:
+            if not stat.S_ISREG(path.stat().st_mode):
+                return default
+            return path.read_text(encoding="utf-8", errors="replace").strip()
+        except (OSError, ValueError):
             return default
 
     def listdir(self, host_path: str) -> list[str]:
@@ -39,6 +45,25 @@ class SysRoot:
         except OSError:
             return None
 
+    def check(self) -> None:
+        """Refuse a root that is not a folder (a typo would otherwise read as an empty host)."""
+        if not self.root.is_dir():
+            raise ValueError(f"--root {self.root}: no such folder")
+
     @property
     def simulated(self) -> bool:
         return self.path(SIMULATED_MARKER).is_file()
+
+
+_DECIMAL = re.compile(r"-?[0-9]+")
+_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+
+
+def parse_int(text: str | None) -> int | None:
+    """A sysfs integer in ASCII digits, else None ('1.5', '²' and '' are not integers)."""
+    return int(text) if text is not None and _DECIMAL.fullmatch(text) else None
+
+
+def parse_number(text: str | None) -> float | None:
+    """A plain decimal number ('16.0', '8'), else None ('1.2.3', 'nan' and '' are not)."""
+    return float(text) if text is not None and _NUMBER.fullmatch(text) else None

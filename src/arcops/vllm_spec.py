@@ -453,13 +453,19 @@ def _check_profile(s: dict, problems: list[str]) -> list[int] | None:
     return sorted(set(sizes))
 
 
+def uses_ring(ccl_allreduce: str) -> bool:
+    """Whether a CCL_ALLREDUCE value selects the ring algorithm anywhere. oneCCL takes one
+    algorithm ("ring") or a list by message size ("direct:0-8192;ring:8193-max")."""
+    return any(part.split(":", 1)[0].strip().lower() == "ring" for part in re.split(r"[;,]", ccl_allreduce))
+
+
 def _check_extras(s: dict, problems: list[str]) -> None:
     # Name keys and flags only, never values: extra_env or extra_args may carry a secret.
     for key, value in s["extra_env"].items():
-        if key.strip().upper() == "CCL_ALLREDUCE" and value.strip().lower() == "ring":
+        if key.strip().upper() == "CCL_ALLREDUCE" and uses_ring(value):
             problems.append(
-                "extra_env sets CCL_ALLREDUCE=ring: on dual B60s the first concurrent request soft-locked "
-                "the host for 15+ minutes and only a reboot cleared it; remove it"
+                "extra_env sets CCL_ALLREDUCE with the ring algorithm: on dual B60s the first concurrent "
+                "request soft-locked the host for 15+ minutes and only a reboot cleared it; remove it"
             )
         elif key in MANAGED_ENV:
             problems.append(f"extra_env sets {key}, which the spec manages: set {MANAGED_ENV[key]} instead")
@@ -469,6 +475,8 @@ def _check_extras(s: dict, problems: list[str]) -> None:
             )
     for arg in s["extra_args"]:
         flag = _flag(arg)
+        if flag and flag.startswith("--no-") and f"--{flag[5:]}" in MANAGED_FLAGS:
+            flag = f"--{flag[5:]}"  # vLLM's boolean flags also take a --no- form
         if flag in MANAGED_FLAGS:
             problems.append(
                 f"extra_args sets {flag}, which the spec manages: set {MANAGED_FLAGS[flag]} instead"

@@ -477,7 +477,12 @@ class Watchdog:
         why = "journalctl exited"
         try:
             for line in follower:
-                for event in xe_events.events([line]):
+                try:
+                    found = list(xe_events.events([line]))
+                except Exception as e:  # one odd entry must not blind the watchdog to the next
+                    self._queue.put(("log", n, f"{PREFIX}unreadable kernel journal entry skipped: {e}"))
+                    continue
+                for event in found:
                     self._queue.put(("xe", n, event))
         except Exception as e:  # a reader thread must report, never die silently
             why = str(e)
