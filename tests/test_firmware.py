@@ -10,7 +10,7 @@ from arcops.firmware import FirmwareError, blob_version, guc_info_version, loade
 from arcops.sysroot import SysRoot
 
 from .conftest import REPO
-from .debian_mirror import MirrorUnreachable, extract_deb, fetch_deb
+from .debian_mirror import MirrorUnreachable, extract_deb, fetch_deb, unreachable
 
 JOURNALS = REPO / "tests/fixtures/journal"
 
@@ -21,7 +21,7 @@ def debian_firmware(request, tmp_path_factory):
     try:
         deb = fetch_deb(request.param, "non-free-firmware", "firmware-intel-graphics")
     except MirrorUnreachable as e:
-        pytest.skip(str(e))
+        unreachable(e)
     root = extract_deb(deb, tmp_path_factory.mktemp(request.param))
     changelog = gzip.decompress(
         (root / "usr/share/doc/firmware-intel-graphics/changelog.Debian.gz").read_bytes()

@@ -180,3 +180,19 @@ def test_events_stream_lazily():
     first = next(events(endless()))
     assert first.kind == ENGINE_RESET
     assert count(itertools.islice(endless(), 1000))["total"] == 1
+
+
+def test_kernel_lines_with_check_fails_when_the_journal_cannot_be_read(tmp_path, monkeypatch):
+    """What the hardware check relies on: no journalctl, or a failing one, is an error, not 0 events."""
+    from arcops import journal
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert list(journal.kernel_lines()) == []  # the lenient reader: nothing
+    with pytest.raises(journal.JournalError, match="journalctl not found"):
+        list(journal.kernel_lines(check=True))
+    failing = tmp_path / "journalctl"
+    failing.write_text("#!/bin/sh\necho 'Failed to open journal' >&2\nexit 1\n")
+    failing.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    with pytest.raises(journal.JournalError, match="journalctl -k exited 1"):
+        list(journal.kernel_lines(check=True))

@@ -9,15 +9,28 @@ import time
 from collections.abc import Iterator, Sequence
 
 
-def kernel_lines(this_boot: bool = True) -> Iterator[str]:
-    """Kernel messages line by line from journalctl (nothing if journalctl is missing)."""
+class JournalError(RuntimeError):
+    """journalctl is missing or refused the arguments."""
+
+
+def kernel_lines(this_boot: bool = True, check: bool = False) -> Iterator[str]:
+    """Kernel messages line by line from journalctl (nothing if journalctl is missing).
+
+    check=True: a missing journalctl, or one that fails, raises JournalError once the lines are
+    read: evidence that could not be read must never count as "no events"."""
     journalctl = shutil.which("journalctl")
     if journalctl is None:
+        if check:
+            raise JournalError("journalctl not found: the kernel journal cannot be read")
         return
     argv = [journalctl, "-k", "-o", "short-iso", "--no-pager", *(["-b"] if this_boot else [])]
-    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as proc:
+    with subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, errors="replace"
+    ) as proc:
         assert proc.stdout is not None
         yield from proc.stdout
+    if check and proc.returncode != 0:
+        raise JournalError(f"journalctl -k exited {proc.returncode}: the kernel journal was not read")
 
 
 # --- following the journal from a start mark ------------------------------------------------------
@@ -32,10 +45,6 @@ def kernel_lines(this_boot: bool = True) -> Iterator[str]:
 # its default 10 lines. Tested against a real journald in tests/test_watchdog.py.
 
 KERNEL = ("-k",)  # kernel messages of this boot (-k implies -b)
-
-
-class JournalError(RuntimeError):
-    """journalctl is missing or refused the arguments."""
 
 
 def _journalctl() -> str:
