@@ -41,7 +41,12 @@ def main():
         },
         supports_check_mode=True,
     )
-    entry = boot_entry(SysRoot(module.params["root"]), module.params["release"])
+    root = SysRoot(module.params["root"])
+    try:
+        root.check()
+    except ValueError as e:
+        module.fail_json(msg=f"root: {e}")
+    entry = boot_entry(root, module.params["release"])
     module.exit_json(changed=False, entry=entry.as_dict())
 
 

@@ -47,7 +47,12 @@ def main():
         },
         supports_check_mode=True,
     )
-    data = collect(SysRoot(module.params["root"]), module.params["disk_paths"])
+    root = SysRoot(module.params["root"])
+    try:
+        root.check()
+    except ValueError as e:
+        module.fail_json(msg=f"root: {e}")
+    data = collect(root, module.params["disk_paths"])
     module.exit_json(changed=False, ansible_facts={"arcops": data})
 
 

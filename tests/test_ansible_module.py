@@ -81,3 +81,25 @@ def test_alloc_probe_module_fails_clearly_without_a_level_zero_gpu(sycl_sdk, tmp
         "arcops_alloc_probe", f"probe={probe} gib=0.05", env=sycl_sdk.env(tmp_path, cpu_device=False)
     )
     assert "no SYCL device found" in none["msg"]
+
+
+@needs_ansible
+@pytest.mark.parametrize(
+    ("module", "args", "message"),
+    [
+        ("arcops_facts", "root=/nonexistent", "root: --root /nonexistent: no such folder"),
+        ("arcops_boot_entry", "release=6.1 root=/nonexistent", "no such folder"),
+        ("arcops_debrepack", "packages=/etc/hostname dest=/tmp/arcops-never", "not a valid .deb"),
+        ("arcops_alloc_probe", "probe=/bin/true gib=nan", "gib: nan is not a size in GiB"),
+        (
+            "arcops_vllm_spec",
+            '{"settings": {"profile": "turbo"}, "host_mem_total_gib": 64}',
+            "unknown profile 'turbo'",
+        ),
+    ],
+)
+def test_modules_refuse_bad_input_with_fail_json(module, args, message):
+    result = run_module(module, args)
+    assert result.get("failed") and message in result["msg"], result
+    assert "Traceback" not in json.dumps(result) and "MODULE FAILURE" not in json.dumps(result)
+    assert not Path("/tmp/arcops-never").exists()

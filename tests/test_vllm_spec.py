@@ -638,7 +638,10 @@ def test_cli_refuses_with_exit_2_and_every_problem(tmp_path, capsys):
     ("argv", "message"),
     [
         (["-e", f"vllm_service_api_key{SECRET}"], "arcops: -e number 1 is not key=value"),
-        (["--vars", "/nonexistent/vars.yml"], "arcops: [Errno 2] No such file or directory"),
+        (
+            ["--vars", "/nonexistent/vars.yml"],
+            "arcops: vars file /nonexistent/vars.yml: cannot read: No such file or directory",
+        ),
         (["-e", "vllm_service_image=x:1"], "arcops: model is required"),
     ],
 )

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from . import __version__, allocprobe, bundle, debrepack, facts, firmware, grub, journal, llama_source
 from .debs import DebError
+from .inputs import read_bytes
 from .outputs import OutputError, output_file, write_atomic
 from .report import print_json, print_table
 from .sysroot import SysRoot
@@ -28,19 +29,6 @@ GPU_COLUMNS = [
 
 def _one_line(e: BaseException) -> str:
     return " ".join(str(e).split()) or type(e).__name__
-
-
-def _read_input(path: str, what: str) -> bytes:
-    """An input file's bytes; a folder, FIFO or device is refused (reading one could hang)."""
-    import stat
-
-    try:
-        st = Path(path).stat()
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"{what} {path}: not a regular file")
-        return Path(path).read_bytes()
-    except OSError as e:
-        raise ValueError(f"{what} {path}: {e.strerror}") from None
 
 
 def _link_text(link: dict | None) -> str | None:
@@ -108,8 +96,8 @@ def _cmd_firmware_version(args: argparse.Namespace) -> int:
 def _cmd_guc_loaded(args: argparse.Namespace) -> int:
     """GuC versions the driver loaded, from a kernel log file or this boot's journal."""
     if args.journal_file:
-        with open(args.journal_file, encoding="utf-8", errors="replace") as f:
-            loads = firmware.loaded_from_journal(f)
+        text = read_bytes(args.journal_file, "kernel log").decode("utf-8", errors="replace")
+        loads = firmware.loaded_from_journal(text.splitlines())
     else:
         loads = firmware.loaded_from_journal(journal.kernel_lines())
     rows = [vars(fw) for fw in loads.values()]
@@ -210,7 +198,7 @@ def _cmd_llama_source(args: argparse.Namespace) -> int:
 
 def _cmd_alloc_probe_verdict(args: argparse.Namespace) -> int:
     try:
-        text = sys.stdin.buffer.read() if args.report == "-" else _read_input(args.report, "probe report")
+        text = sys.stdin.buffer.read() if args.report == "-" else read_bytes(args.report, "probe report")
         found = allocprobe.verdict(allocprobe.parse(text), args.max_host_ram_fraction)
     except (allocprobe.ProbeError, OSError, ValueError) as e:
         print(f"arcops: {e}", file=sys.stderr)
@@ -505,9 +493,15 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # the reader went away (| head): nothing more to say
         return 0
-    except (OSError, ValueError, UnicodeError, RecursionError) as e:
-        # Each command refuses the input it knows with its own message; this names what was left.
-        print(f"arcops {args.command}: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
+    except ValueError as e:  # the helpers' own refusals (InputError, SpecError, ...) are ValueErrors
+        print(f"arcops: {_one_line(e)}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"arcops {args.command}: {where}{e.strerror or _one_line(e)}", file=sys.stderr)
+        return 2
+    except RecursionError:
+        print(f"arcops {args.command}: input nested too deeply", file=sys.stderr)
         return 2
 
 

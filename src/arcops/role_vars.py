@@ -12,8 +12,8 @@ import difflib
 import json
 import re
 import sys
-from pathlib import Path
 
+from .inputs import read_text
 from .vllm_spec import DEFAULTS, PREFIX, settings_from_role_vars
 
 
@@ -26,7 +26,7 @@ class Vaulted:
 
 def load(path: str) -> dict:
     """Variables from a YAML (when PyYAML is importable) or JSON file; !vault values load as Vaulted."""
-    text = Path(path).read_text()
+    text = read_text(path, "vars file")
     try:
         import yaml
     except ImportError:
@@ -34,6 +34,8 @@ def load(path: str) -> dict:
     if yaml is None or path.endswith(".json"):
         try:
             data = json.loads(text)
+        except RecursionError:
+            raise ValueError(f"{path} is nested too deeply") from None
         except ValueError as e:
             hint = "" if yaml else "; install PyYAML for YAML"
             raise ValueError(f"{path} is not JSON ({e}){hint}") from None
@@ -46,6 +48,8 @@ def load(path: str) -> dict:
         Loader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
         try:
             data = yaml.load(text, Loader=Loader)  # a SafeLoader subclass
+        except RecursionError:
+            raise ValueError(f"{path} is nested too deeply") from None
         except yaml.YAMLError as e:
             # The problem and where, not the snippet: the line may hold a secret.
             mark = getattr(e, "problem_mark", None)

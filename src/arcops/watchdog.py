@@ -50,6 +50,7 @@ from pathlib import Path
 
 from . import journal, xe_events
 from .docker_api import DockerError
+from .inputs import InputError, read_text
 from .sysroot import SysRoot
 
 EXIT_READY, EXIT_CRASH, EXIT_ERROR, EXIT_XE_EVENTS, EXIT_TIMEOUT = 0, 1, 2, 3, 4
@@ -73,9 +74,11 @@ class SpecError(ValueError):
 def load_spec(path: str | os.PathLike[str]) -> dict:
     """The role's spec JSON; the watchdog needs `name`, `caches` and `spec_hash` from it."""
     try:
-        spec = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as e:
-        raise SpecError(f"{path}: cannot read: {e.strerror}") from None
+        spec = json.loads(read_text(path, "spec"))
+    except InputError as e:
+        raise SpecError(str(e)) from None
+    except RecursionError:
+        raise SpecError(f"{path}: nested too deeply") from None
     except ValueError as e:
         raise SpecError(f"{path}: not JSON: {e}") from None
     if not isinstance(spec, dict):

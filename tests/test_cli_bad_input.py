@@ -1,0 +1,123 @@
+"""Every command, given bad input: the exit code, one line on stderr that names the input, no
+traceback, no hang, and nothing written anywhere but the output the command was given."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from arcops import cli
+
+# Files every case may name: {tmp} is the case's own folder.
+INPUTS = {
+    "bad.bin": b"\xff\xfe\x00garbage",
+    "list.json": b"[]",
+    "null.json": b"null",
+    "nan.json": b'{"format": NaN}',
+    "deep.json": b"[" * 50_000,
+    "empty": b"",
+    "text.txt": b"hello\n",
+}
+
+CASES = [
+    # (argv, exit code, fragment of the one stderr line)
+    (["facts", "--root", "{tmp}/nowhere"], 2, "--root {tmp}/nowhere: no such folder"),
+    (["facts", "--root", "{tmp}/text.txt"], 2, "no such folder"),
+    (["gpus", "--root", "{tmp}/nowhere"], 2, "no such folder"),
+    (["gpus", "--root", "{tmp}"], 1, "no Intel GPU found under {tmp}"),
+    (["gpus", "--root", "{tmp}", "--json"], 1, "no Intel GPU found"),
+    (["facts", "--bogus"], 2, "unrecognized arguments: --bogus (see arcops --help)"),
+    (["firmware-version", "{tmp}/bad.bin"], 2, "not a GuC/HuC firmware blob"),
+    (["firmware-version", "{tmp}/fifo"], 2, "fifo: not a regular file"),
+    (["firmware-version", "{tmp}/empty"], 2, "not a GuC/HuC firmware blob"),
+    (["firmware-version", "{tmp}/nowhere.bin"], 2, "cannot read: No such file"),
+    (["guc-loaded", "--journal-file", "{tmp}/nowhere"], 2, "kernel log {tmp}/nowhere: cannot read"),
+    (["guc-loaded", "--journal-file", "{tmp}/fifo"], 2, "kernel log {tmp}/fifo: not a regular file"),
+    (["guc-loaded", "--journal-file", "{tmp}"], 2, "not a regular file"),
+    (["bundle", "lock", "{tmp}/bad.bin"], 2, "{tmp}/bad.bin: cannot unpack"),
+    (["bundle", "lock", "{tmp}/nowhere.tar.xz"], 2, "no such file"),
+    (["bundle", "lock", "{tmp}/bad.bin", "-o", "{tmp}"], 2, "lock file (-o) {tmp}: is a folder"),
+    (["bundle", "verify", "{tmp}", "--lock", "{tmp}/list.json"], 2, "the lock is list, not a JSON object"),
+    (["bundle", "verify", "{tmp}", "--lock", "{tmp}/nan.json"], 2, "NaN is not JSON"),
+    (["bundle", "verify", "{tmp}", "--lock", "{tmp}/deep.json"], 2, "nested too deeply"),
+    (["bundle", "verify", "{tmp}", "--lock", "{tmp}/bad.bin"], 2, "not JSON"),
+    (["bundle", "verify", "{tmp}", "--lock", "{tmp}/fifo"], 2, "no such file"),
+    (["bundle", "lock", "{tmp}/text.txt", "--flavour", "mobile"], 2, "invalid choice: 'mobile'"),
+    (["boot-entry", "6.1.0-1-amd64", "--root", "{tmp}/nowhere"], 2, "no such folder"),
+    (["debrepack", "{tmp}/bad.bin", "-o", "{tmp}/out"], 2, "bad.bin: not a valid .deb"),
+    (["debrepack", "{tmp}/fifo", "-o", "{tmp}/out"], 2, "fifo: no such file"),
+    (["debrepack", "{tmp}/empty", "-o", "{tmp}/out"], 2, "not an ar archive"),
+    (["debrepack", "{tmp}/bad.bin", "-o", "{tmp}/text.txt"], 2, "exists and is not a folder"),
+    (["debrepack", "{tmp}/bad.bin"], 2, "the following arguments are required: -o/--output"),
+    (["llama-source", "{tmp}/nowhere"], 2, "not a llama.cpp source with the SYCL backend"),
+    (["llama-source", "{tmp}/bad.bin"], 2, "not a llama.cpp source"),
+    (["alloc-probe-verdict", "{tmp}/bad.bin"], 2, "probe output is not JSON"),
+    (["alloc-probe-verdict", "{tmp}/fifo"], 2, "probe report {tmp}/fifo: not a regular file"),
+    (["alloc-probe-verdict", "{tmp}/deep.json"], 2, "nested too deeply"),
+    (["alloc-probe-verdict", "{tmp}/null.json"], 2, "not arcops-alloc-probe output"),
+    (["alloc-probe-verdict", "{tmp}/nan.json"], 2, "NaN is not a number JSON allows"),
+    (["alloc-probe-verdict", "{tmp}/list.json", "--max-host-ram-fraction", "x"], 2, "invalid float value"),
+    (["vllm", "render", "--vars", "{tmp}/bad.bin"], 2, "vars file {tmp}/bad.bin: not UTF-8 text"),
+    (["vllm", "render", "--vars", "{tmp}/fifo"], 2, "vars file {tmp}/fifo: not a regular file"),
+    (["vllm", "render", "--vars", "{tmp}/list.json"], 2, "is not a mapping of variables"),
+    (["vllm", "render", "--vars", "{tmp}/deep.json"], 2, "nested too deeply"),
+    (["vllm", "render", "--host-mem-gib", "nan"], 2, "--host-mem-gib: nan is not a positive, finite number"),
+    (["vllm", "render", "--host-mem-gib", "-3"], 2, "not a positive, finite number"),
+    (["vllm", "render", "-e", "no-equals-sign"], 2, "-e number 1 is not key=value"),
+    (["watchdog", "--spec", "{tmp}/bad.bin"], 2, "spec {tmp}/bad.bin: not UTF-8 text"),
+    (["watchdog", "--spec", "{tmp}/fifo"], 2, "spec {tmp}/fifo: not a regular file"),
+    (["watchdog", "--spec", "{tmp}/list.json"], 2, "not a JSON object"),
+    (["watchdog", "--spec", "{tmp}/deep.json"], 2, "nested too deeply"),
+    (["watchdog", "--spec", "{tmp}/null.json", "--attempts", "0"], 2, "0 is not a positive number"),
+    (["watchdog", "--spec", "{tmp}/null.json", "--start-timeout", "inf"], 2, "inf is not a positive, finite"),
+    (["watchdog", "--spec", "{tmp}/null.json", "--dump-settle", "nan"], 2, "nan is not a finite number"),
+]
+
+
+def _snapshot(root):
+    found = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            found[os.path.relpath(path, root)] = (st.st_mode, st.st_size, st.st_mtime_ns)
+    return found
+
+
+@pytest.fixture
+def inputs(tmp_path, monkeypatch):
+    for name, data in INPUTS.items():
+        (tmp_path / name).write_bytes(data)
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")  # a stray relative write would land here
+    return tmp_path
+
+
+@pytest.mark.parametrize(("argv", "code", "fragment"), CASES, ids=[" ".join(c[0])[:60] for c in CASES])
+def test_bad_input_gets_one_line_and_changes_nothing(inputs, capsys, argv, code, fragment):
+    argv = [a.replace("{tmp}", str(inputs)) for a in argv]
+    before = _snapshot(inputs)
+    try:
+        rc = cli.main(argv)
+    except SystemExit as e:  # argparse's usage errors
+        rc = e.code
+    err = capsys.readouterr().err.strip()
+    assert rc == code, err
+    assert fragment.replace("{tmp}", str(inputs)) in err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert _snapshot(inputs) == before  # the fifo is still a fifo, no output made, nothing in cwd
+
+
+def test_the_installed_command_prints_no_traceback_on_an_internal_surprise(inputs):
+    """The console script, end to end, with a --root that is a FIFO's folder entry (not a folder)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "arcops.cli", "facts", "--root", str(inputs / "fifo")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and done.stderr.strip() == f"arcops: --root {inputs / 'fifo'}: no such folder"
