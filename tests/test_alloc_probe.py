@@ -245,3 +245,41 @@ def test_zero_byte_probe_never_passes_through_the_cli(tmp_path, capsys):
     (tmp_path / "zero.json").write_text(_mutated(bytes=0))
     assert cli.main(["alloc-probe-verdict", str(tmp_path / "zero.json")]) == 2
     assert capsys.readouterr().err.strip() == "arcops: probe output: bytes is 0, must be at least 1"
+
+
+def test_positive_control_the_probe_sees_a_real_host_allocation(probe, sycl_sdk, tmp_path):
+    """A probe that always measured 0 would pass every Level Zero check: prove it can see a cost.
+
+    On the CPU device sycl::malloc_device is host memory, so 2 GiB allocated and zeroed there must
+    show as a MemAvailable drop through the very code that measures the GPU paths. Other work on
+    the machine moves MemAvailable too: the best of three runs must see the allocation, ±40%."""
+    size = 2 * 2**30
+    seen = []
+    for _ in range(3):
+        rc, out, _ = run_probe(probe, sycl_sdk, tmp_path, True, "--gib", "2", "--settle-ms", "200")
+        report = allocprobe.parse(out)
+        assert rc == allocprobe.EXIT_NO_LEVEL_ZERO and report["bytes"] == size
+        results = {r["method"]: r for r in report["results"]}
+        assert results[allocprobe.SYCL]["ok"] and results[allocprobe.HELPER]["ok"], results
+        drops = [results[m]["mem_available_drop_bytes"] for m in (allocprobe.SYCL, allocprobe.HELPER)]
+        seen.append(drops)
+        if all(0.6 * size <= d <= 1.4 * size for d in drops):
+            break
+    else:
+        pytest.fail(f"the probe never saw the 2 GiB host allocation: MemAvailable drops {seen}")
+    # Judged as if it had been a Level Zero path, that cost fails the verdict.
+    as_gpu = {**report, "exit_code": allocprobe.EXIT_MEASURED}
+    as_gpu["results"] = [
+        {
+            **r,
+            "ok": True,
+            "path": "level_zero",
+            "mem_available_drop_bytes": report["results"][0]["mem_available_drop_bytes"],
+            "drm_total_gtt_growth_bytes": 0,
+        }
+        if r["method"] in (allocprobe.ZE, allocprobe.HELPER)
+        else r
+        for r in report["results"]
+    ]
+    v = allocprobe.verdict(allocprobe.parse(json.dumps(as_gpu)))
+    assert not v.ok and any("of host RAM" in p for p in v.problems), v.problems
