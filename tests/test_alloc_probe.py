@@ -252,18 +252,22 @@ def test_positive_control_the_probe_sees_a_real_host_allocation(probe, sycl_sdk,
 
     On the CPU device sycl::malloc_device is host memory, so 2 GiB allocated and zeroed there must
     show as a MemAvailable drop through the very code that measures the GPU paths. Other work on
-    the machine moves MemAvailable too: the best of three runs must see the allocation, ±40%."""
+    the machine moves MemAvailable too: within five runs each path must see it once, ±40%."""
     size = 2 * 2**30
-    seen = []
-    for _ in range(3):
+    seen: dict[str, list[int]] = {allocprobe.SYCL: [], allocprobe.HELPER: []}
+
+    def saw(method: str) -> bool:
+        return any(0.6 * size <= d <= 1.4 * size for d in seen[method])
+
+    for _ in range(5):
         rc, out, _ = run_probe(probe, sycl_sdk, tmp_path, True, "--gib", "2", "--settle-ms", "200")
         report = allocprobe.parse(out)
         assert rc == allocprobe.EXIT_NO_LEVEL_ZERO and report["bytes"] == size
         results = {r["method"]: r for r in report["results"]}
-        assert results[allocprobe.SYCL]["ok"] and results[allocprobe.HELPER]["ok"], results
-        drops = [results[m]["mem_available_drop_bytes"] for m in (allocprobe.SYCL, allocprobe.HELPER)]
-        seen.append(drops)
-        if all(0.6 * size <= d <= 1.4 * size for d in drops):
+        for method, drops in seen.items():
+            assert results[method]["ok"], results[method]
+            drops.append(results[method]["mem_available_drop_bytes"])
+        if all(saw(m) for m in seen):
             break
     else:
         pytest.fail(f"the probe never saw the 2 GiB host allocation: MemAvailable drops {seen}")

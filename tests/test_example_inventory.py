@@ -8,12 +8,16 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from .conftest import REPO
 from .test_ansible_module import ANSIBLE, needs_ansible
 
 
 @needs_ansible
-def test_preflight_with_the_example_inventory_reports_the_box_not_the_inventory(tmp_path):
+@pytest.mark.parametrize("playbook", ["playbooks/preflight.yml", "site.yml", "playbooks/intel_stack.yml"])
+def test_preflight_with_the_example_inventory_reports_the_box_not_the_inventory(tmp_path, playbook):
+    """site.yml and a stage playbook run on its own both stop at preflight on an unfit box."""
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="json")
     host = "arc-01.example.internal"
     argv = [
@@ -22,7 +26,7 @@ def test_preflight_with_the_example_inventory_reports_the_box_not_the_inventory(
         str(REPO / "inventories" / "example"),
         "-l",
         host,
-        str(REPO / "playbooks" / "preflight.yml"),
+        str(REPO / playbook),
         "--check",
         # This machine stands in for the box: reached locally, without become.
         "-e",
@@ -50,3 +54,44 @@ def test_preflight_with_the_example_inventory_reports_the_box_not_the_inventory(
     # vLLM is off in the example: no RAM or Docker-disk demand for it.
     assert not any("Host RAM" in line or "/var/lib/docker" in line for line in lines), lines
     assert "unable to convert to bool" not in done.stdout
+    # Nothing of a later stage ran: every task was preflight's (or the guard that calls it).
+    names = [task["task"]["name"] for play in plays for task in play["tasks"]]
+    assert all(n.startswith(("preflight : ", "Check the box with preflight")) for n in names), names
+
+
+@needs_ansible
+def test_misspelled_and_mistyped_variables_are_refused_up_front_by_the_users_name(tmp_path):
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="json")
+    argv = [
+        ANSIBLE.replace("bin/ansible", "bin/ansible-playbook"),
+        "-i",
+        str(REPO / "inventories" / "example"),
+    ]
+    argv += [
+        "-l",
+        "arc-01.example.internal",
+        str(REPO / "site.yml"),
+        "--check",
+        "-e",
+        "ansible_connection=local",
+    ]
+    argv += ["-e", f"ansible_python_interpreter={sys.executable}", "-e", "vllm_service_profil=eager"]
+    argv += ["-e", '{"arcops_allow_reboot": "yes please", "vllm_service_port": "eighty"}']
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    tasks = json.loads(done.stdout)["plays"][0]["tasks"]
+    failed = [t for t in tasks if any(r.get("failed") for r in t["hosts"].values())]
+    assert done.returncode == 2 and [t["task"]["name"] for t in failed] == [
+        "preflight : Check the inventory's arcops variables (names and types)"
+    ]
+    result = next(iter(failed[0]["hosts"].values()))
+    assert result["problems"] == [
+        "arcops_allow_reboot must be true or false, not a string",
+        "vllm_service_port must be a whole number, not a string",
+        "vllm_service_profil is not a variable arcops knows: did you mean vllm_service_profile?",
+    ]
+    assert "yes please" not in done.stdout  # values are never echoed
+    # Before anything read or changed the box: only the role's own argument check came first.
+    before = [t["task"]["name"] for t in tasks[: tasks.index(failed[0])]]
+    assert len(before) == 1 and before[0].startswith("preflight : Validating arguments against arg spec"), (
+        before
+    )

@@ -1,0 +1,84 @@
+#!/usr/bin/python
+"""Ansible adapter over arcops.user_vars: the inventory's variables, checked before any change."""
+
+DOCUMENTATION = r"""
+---
+module: arcops_user_vars
+short_description: Refuse misspelled arcops variables and values of the wrong type, by the user's name
+description:
+  - Checks every variable named C(arcops_*) or after an arcops role (C(vllm_service_*), ...)
+    against the fleet-wide table in arcops.user_vars and each role's argument_specs, defaults
+    and vars under O(roles_dir). An unknown name is refused with the closest known one.
+  - Runs on the control node (delegate_to localhost), where the roles are. Never changes anything.
+options:
+  variables:
+    description: The variables to check, name to value. Values are never shown.
+    type: dict
+    required: true
+  roles_dir:
+    description: The folder holding arcops' roles.
+    type: path
+    required: true
+author: arcops
+"""
+
+EXAMPLES = r"""
+- name: Check the inventory's variables
+  arcops_user_vars:
+    variables: "{{ {'vllm_service_profil': 'eager'} }}"
+    roles_dir: "{{ role_path | dirname }}"
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+problems:
+  description: One line per unknown name or wrong type.
+  returned: always
+  type: list
+  elements: str
+"""
+
+from pathlib import Path
+
+from ansible.module_utils.arcops.user_vars import check, role_variables
+from ansible.module_utils.basic import AnsibleModule
+
+
+def _yaml(path: Path) -> dict:
+    import yaml
+
+    class Loader(yaml.SafeLoader):  # !vault and other tags: only the names matter here
+        pass
+
+    Loader.add_multi_constructor("", lambda loader, suffix, node: None)
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=Loader) if path.is_file() else None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "variables": {"type": "dict", "required": True, "no_log": True},
+            "roles_dir": {"type": "path", "required": True},
+        },
+        supports_check_mode=True,
+    )
+    roles = Path(module.params["roles_dir"])
+    if not roles.is_dir():
+        module.fail_json(msg=f"roles_dir: {roles} is not a folder")
+    role_vars = {}
+    for role in sorted(p for p in roles.iterdir() if (p / "meta").is_dir() or (p / "defaults").is_dir()):
+        defaults = {**_yaml(role / "defaults" / "main.yml"), **_yaml(role / "vars" / "main.yml")}
+        role_vars[role.name] = role_variables(_yaml(role / "meta" / "argument_specs.yml"), defaults)
+    prefixes = ["arcops_", *(f"{name}_" for name in role_vars)]
+    problems = check(module.params["variables"], role_vars, prefixes)
+    if problems:
+        module.fail_json(msg="inventory variables:\n- " + "\n- ".join(problems), problems=problems)
+    module.exit_json(changed=False, problems=[])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""The variables a user sets in an inventory, checked once before any play changes a box.
+
+Two kinds: the fleet-wide arcops_* variables below (this table is their one definition), and
+each role's own variables (their names and types come from the role's argument_specs, defaults
+and vars). A name with a known prefix that nothing defines is a typo: it would be silently
+ignored, so it is refused with the closest known name. A value of the wrong type is refused
+under the name the user wrote, not under the role variable it feeds.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Mapping
+
+# name -> (type, what it does). Types: bool, int, str, path, list, dict, raw (anything).
+USER_VARS: dict[str, tuple[str, str]] = {
+    "arcops_gpu_count": ("int", "Arc GPUs each box must have (preflight)"),
+    "arcops_gpu_driver": ("str", "kernel driver the GPUs must be bound to (xe)"),
+    "arcops_sysroot": ("path", "root to read hardware under ('/' on a real box)"),
+    "arcops_lab_mode": ("bool", "accept Debian and simulated hardware (test labs only)"),
+    "arcops_stack_bundle": ("str", "Intel's offline installer tarball: control-node path or URL"),
+    "arcops_stack_lock": ("path", "the bundle's lock file (arcops bundle lock ... -o)"),
+    "arcops_stack": ("dict", "the pinned stack: installer_version, kernel_release, guc_version"),
+    "arcops_mainline_kernel": ("dict", "a mainline kernel: release, packages, make_default ({} for none)"),
+    "arcops_llama_cpp_sycl": ("bool", "build and prove llama.cpp's SYCL backend"),
+    "arcops_vllm_service": ("bool", "deploy the tuned vLLM container and its watchdog"),
+    "arcops_vllm_profile": ("str", "graph_mtp, compiled, eager or none"),
+    "arcops_allow_reboot": ("bool", "reboot a box when a kernel, firmware or cmdline change needs it"),
+    "arcops_allow_low_ram": ("bool", "run a vLLM profile below its RAM requirement anyway"),
+    "arcops_disk_requirements": ("list", "free space per path: [{path, gib, why}]"),
+    "arcops_inference_services": ("list", "units stopped before a reboot"),
+    # The lab's own (inventories/lab).
+    "arcops_lab_hardware": ("str", "the lab's simulated hardware tree"),
+    "arcops_lab_cache": ("path", "where the lab keeps its built artefacts"),
+    "arcops_lab_image": ("str", "the lab boxes' container image"),
+    "arcops_lab_fixtures": ("path", "the simulated hardware trees"),
+}
+# Set by arcops itself during a run (facts), never by a user: not typos.
+RUN_FACTS = frozenset({"preflight_passed"})
+_BOOL_WORDS = {"true", "false", "yes", "no", "on", "off", "1", "0", "y", "n", "t", "f"}
+_TEMPLATE = re.compile(r"\{\{|\{%")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _type_problem(name: str, kind: str, value: object) -> str | None:
+    if value is None or (isinstance(value, str) and _TEMPLATE.search(value)):
+        return None  # unset, or a template Ansible resolves later
+    if kind == "bool":
+        ok = isinstance(value, bool) or (isinstance(value, str | int) and str(value).lower() in _BOOL_WORDS)
+        want = "true or false"
+    elif kind == "int":
+        ok = (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value) is not None
+        )
+        want = "a whole number"
+    elif kind == "float":
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        ok = ok or (isinstance(value, str) and re.fullmatch(r"-?[0-9]+(\.[0-9]+)?", value) is not None)
+        want = "a number"
+    elif kind in ("str", "path"):
+        ok = isinstance(value, str | int | float) and not isinstance(value, bool)
+        want = "a string"
+    elif kind == "list":
+        ok = isinstance(value, list)
+        want = "a list"
+    elif kind == "dict":
+        ok = isinstance(value, dict)
+        want = "a mapping"
+    else:
+        return None
+    if ok:
+        return None
+    # Values are never shown: an inventory holds secrets.
+    return f"{name} must be {want}, not {_kind_of(value)}"
+
+
+def _kind_of(value: object) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string" if value.lower() not in _BOOL_WORDS else "a boolean word"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def known_names(role_vars: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+    """Every variable a user may set -> its type ('raw' where only the name is known)."""
+    names = {name: kind for name, (kind, _) in USER_VARS.items()}
+    for variables in role_vars.values():
+        names.update(variables)
+    return names
+
+
+def check(
+    given: Mapping[str, object], role_vars: Mapping[str, Mapping[str, str]], prefixes: Iterable[str]
+) -> list[str]:
+    """One problem a line: unknown names (with the closest known one) and values of the wrong type.
+
+    given: the user's variables (name -> value); role_vars: role -> {variable: type}; prefixes:
+    the names that mark a variable as arcops' (arcops_, and each role's name + _)."""
+    known = known_names(role_vars)
+    heads = tuple(prefixes)
+    problems = []
+    for name in sorted(given):
+        if not name.startswith(heads) or name in RUN_FACTS:
+            continue
+        if not _NAME.fullmatch(name):
+            problems.append(f"{name!r} is not a valid variable name")
+            continue
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+            hint = f": did you mean {close[0]}?" if close else ": no arcops role or setting has it"
+            problems.append(f"{name} is not a variable arcops knows{hint}")
+            continue
+        problem = _type_problem(name, known[name], given[name])
+        if problem:
+            problems.append(problem)
+    return problems
+
+
+def role_variables(specs: Mapping[str, object], defaults: Mapping[str, object]) -> dict[str, str]:
+    """{variable: type} of one role from its argument_specs (every entry point) and defaults."""
+    found = {name: "raw" for name in defaults}
+    for entry in (specs.get("argument_specs") or {}).values() if isinstance(specs, Mapping) else []:
+        for name, option in ((entry or {}).get("options") or {}).items():
+            found[name] = str((option or {}).get("type", "str"))
+    return found

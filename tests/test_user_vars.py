@@ -1,0 +1,65 @@
+"""The fleet-wide variable table and the up-front check of inventory variables."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from arcops import user_vars
+
+from .conftest import REPO
+from .test_fuzz import FUZZ, json_values
+
+ROLES = {"vllm_service": {"vllm_service_profile": "str", "vllm_service_port": "int", "vllm_service_x": "raw"}}
+PREFIXES = ["arcops_", "vllm_service_"]
+
+
+@pytest.mark.parametrize(
+    ("given", "problems"),
+    [
+        (
+            {"vllm_service_profil": "eager"},
+            ["vllm_service_profil is not a variable arcops knows: did you mean vllm_service_profile?"],
+        ),
+        ({"arcops_allow_reboot": "yes please"}, ["arcops_allow_reboot must be true or false, not a string"]),
+        ({"arcops_allow_reboot": "yes", "arcops_gpu_count": "2", "vllm_service_port": 8000}, []),
+        ({"arcops_gpu_count": 2.5}, ["arcops_gpu_count must be a whole number, not a number"]),
+        ({"arcops_gpu_count": True}, ["arcops_gpu_count must be a whole number, not a boolean"]),
+        ({"arcops_mainline_kernel": True}, ["arcops_mainline_kernel must be a mapping, not a boolean"]),
+        ({"arcops_mainline_kernel": "{{ kernel_plan }}"}, []),  # a template: Ansible resolves it
+        ({"arcops_zzz": 1}, ["arcops_zzz is not a variable arcops knows: no arcops role or setting has it"]),
+        ({"other_var": 1, "preflight_passed": True, "vllm_service_x": [1]}, []),
+    ],
+)
+def test_check_names_the_users_variable(given, problems):
+    assert user_vars.check(given, ROLES, PREFIXES) == problems
+
+
+def test_role_variables_come_from_specs_and_defaults():
+    specs = {"argument_specs": {"main": {"options": {"a_x": {"type": "bool"}}}, "rollback": None}}
+    assert user_vars.role_variables(specs, {"a_y": 1}) == {"a_x": "bool", "a_y": "raw"}
+    assert user_vars.role_variables("garbage", {}) == {}
+
+
+def test_every_arcops_variable_the_project_reads_is_in_the_table():
+    """One table: a new arcops_* variable in a role, playbook or inventory must be listed."""
+    used = set()
+    for folder in ("roles", "playbooks", "inventories"):
+        for path in (REPO / folder).rglob("*.yml"):
+            used |= set(re.findall(r"\barcops_[a-z_]+\b", path.read_text()))
+    used |= set(re.findall(r"\barcops_[a-z_]+\b", (REPO / "site.yml").read_text()))
+    modules = {p.stem for p in (REPO / "library").glob("arcops_*.py")}
+    facts = {"arcops_" + r.name for r in (REPO / "roles").iterdir()} | {"arcops_facts"}
+    missing = used - set(user_vars.USER_VARS) - user_vars.RUN_FACTS - modules - facts
+    assert not missing, f"add to arcops.user_vars.USER_VARS: {sorted(missing)}"
+
+
+@FUZZ
+@example({"arcops_\n": None})  # a name with a newline made a two-line problem, once
+@given(st.dictionaries(st.text(max_size=20).map(lambda s: "arcops_" + s), json_values, max_size=5))
+def test_check_of_any_variables_is_lines_never_an_exception(given):
+    problems = user_vars.check(given, ROLES, PREFIXES)
+    assert all(isinstance(p, str) and "\n" not in p for p in problems)
