@@ -12,13 +12,26 @@ description:
   - Runs on the control node (delegate_to localhost), where the roles are. Never changes anything.
 options:
   variables:
-    description: The variables to check, name to value. Values are never shown.
+    description:
+      - The variables to check, name to value. Messages name variables, never values.
+      - Pass each value's shape, not a secret: an empty mapping or list for one, numbers and
+        booleans as they are, any other string as a marker.
     type: dict
     required: true
   roles_dir:
     description: The folder holding arcops' roles.
     type: path
     required: true
+  host:
+    description: The inventory name of the box (refused when it is an example placeholder).
+    type: str
+  address:
+    description: The address Ansible connects to (ansible_host); defaults to O(host).
+    type: str
+  connection:
+    description: The connection plugin used for the box; a local connection has no address.
+    type: str
+    default: ssh
 author: arcops
 """
 
@@ -40,7 +53,7 @@ problems:
 
 from pathlib import Path
 
-from ansible.module_utils.arcops.user_vars import check, role_variables
+from ansible.module_utils.arcops.user_vars import check, placeholder_problem, role_variables
 from ansible.module_utils.basic import AnsibleModule
 
 
@@ -61,8 +74,11 @@ def _yaml(path: Path) -> dict:
 def main():
     module = AnsibleModule(
         argument_spec={
-            "variables": {"type": "dict", "required": True, "no_log": True},
+            "variables": {"type": "dict", "required": True},
             "roles_dir": {"type": "path", "required": True},
+            "host": {"type": "str"},
+            "address": {"type": "str"},
+            "connection": {"type": "str", "default": "ssh"},
         },
         supports_check_mode=True,
     )
@@ -74,7 +90,11 @@ def main():
         defaults = {**_yaml(role / "defaults" / "main.yml"), **_yaml(role / "vars" / "main.yml")}
         role_vars[role.name] = role_variables(_yaml(role / "meta" / "argument_specs.yml"), defaults)
     prefixes = ["arcops_", *(f"{name}_" for name in role_vars)]
-    problems = check(module.params["variables"], role_vars, prefixes)
+    p = module.params
+    problems = check(p["variables"], role_vars, prefixes)
+    if p["host"]:
+        placeholder = placeholder_problem(p["host"], p["address"] or p["host"], p["connection"])
+        problems += [placeholder] if placeholder else []
     if problems:
         module.fail_json(msg="inventory variables:\n- " + "\n- ".join(problems), problems=problems)
     module.exit_json(changed=False, problems=[])

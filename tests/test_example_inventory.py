@@ -95,3 +95,27 @@ def test_misspelled_and_mistyped_variables_are_refused_up_front_by_the_users_nam
     assert len(before) == 1 and before[0].startswith("preflight : Validating arguments against arg spec"), (
         before
     )
+
+
+@needs_ansible
+def test_the_examples_placeholder_hosts_are_refused_before_any_connection(tmp_path):
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="json")
+    argv = [
+        ANSIBLE.replace("bin/ansible", "bin/ansible-playbook"),
+        "-i",
+        str(REPO / "inventories" / "example"),
+    ]
+    argv += [str(REPO / "site.yml"), "--check"]
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    plays = json.loads(done.stdout)
+    assert done.returncode == 2 and plays["stats"].keys() == {
+        "arc-01.example.internal",
+        "arc-02.example.internal",
+        "arc-03.example.internal",
+    }
+    assert all(s["unreachable"] == 0 and s["failures"] == 1 for s in plays["stats"].values()), plays["stats"]
+    result = plays["plays"][0]["tasks"][1]["hosts"]["arc-02.example.internal"]
+    assert result["problems"] == [
+        "host arc-02.example.internal (arc-02.example.internal) is a placeholder from the example "
+        "inventory: list your own boxes in hosts.yml (the name, or ansible_host with its address)"
+    ]

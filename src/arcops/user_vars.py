@@ -131,3 +131,17 @@ def role_variables(specs: Mapping[str, object], defaults: Mapping[str, object]) 
         for name, option in ((entry or {}).get("options") or {}).items():
             found[name] = str((option or {}).get("type", "str"))
     return found
+
+
+# Domains reserved for examples (RFC 2606/6761): a host there is a placeholder left in place.
+_PLACEHOLDER = re.compile(r"(^|\.)(example(\.(com|net|org))?|example\.internal|invalid|test)$", re.IGNORECASE)
+
+
+def placeholder_problem(host: str, address: str, connection: str) -> str | None:
+    """The example inventory's placeholder hosts, still in an inventory a play is run on."""
+    if connection == "local" or not _PLACEHOLDER.search(address.rstrip(".")):
+        return None
+    return (
+        f"host {host} ({address}) is a placeholder from the example inventory: list your own boxes "
+        "in hosts.yml (the name, or ansible_host with its address)"
+    )
