@@ -13,38 +13,44 @@ import pytest
 from .conftest import REPO
 from .test_ansible_module import ANSIBLE, needs_ansible
 
+HOST = "arc-01.example.internal"
+# This machine stands in for the box: reached locally, without become.
+AS_LOCAL_BOX = [
+    "-l",
+    HOST,
+    "-e",
+    "ansible_connection=local",
+    "-e",
+    f"ansible_python_interpreter={sys.executable}",
+]
+
+
+def run_example(tmp_path, playbook: str, *args: str) -> tuple[int, dict]:
+    """ansible-playbook --check with inventories/example as shipped: (exit code, JSON result)."""
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="json")
+    argv = [
+        ANSIBLE.replace("bin/ansible", "bin/ansible-playbook"),
+        "-i",
+        str(REPO / "inventories" / "example"),
+    ]
+    argv += [str(REPO / playbook), "--check", *args]
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    return done.returncode, json.loads(done.stdout)
+
 
 @needs_ansible
 @pytest.mark.parametrize("playbook", ["playbooks/preflight.yml", "site.yml", "playbooks/intel_stack.yml"])
 def test_preflight_with_the_example_inventory_reports_the_box_not_the_inventory(tmp_path, playbook):
     """site.yml and a stage playbook run on its own both stop at preflight on an unfit box."""
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="json")
-    host = "arc-01.example.internal"
-    argv = [
-        ANSIBLE.replace("bin/ansible", "bin/ansible-playbook"),
-        "-i",
-        str(REPO / "inventories" / "example"),
-        "-l",
-        host,
-        str(REPO / playbook),
-        "--check",
-        # This machine stands in for the box: reached locally, without become.
-        "-e",
-        "ansible_connection=local",
-        "-e",
-        "ansible_become=false",
-        "-e",
-        f"ansible_python_interpreter={sys.executable}",
-    ]
-    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    plays = json.loads(done.stdout)["plays"]
+    rc, out = run_example(tmp_path, playbook, *AS_LOCAL_BOX, "-e", "ansible_become=false")
+    plays = out["plays"]
     failed = [
         (task["task"]["name"], result)
         for task in plays[0]["tasks"]
         for name, result in task["hosts"].items()
-        if name == host and result.get("failed")
+        if name == HOST and result.get("failed")
     ]
-    assert done.returncode == 2 and len(failed) == 1, done.stdout[-3000:]
+    assert rc == 2 and len(failed) == 1, plays
     task, result = failed[0]
     # Preflight itself refuses this box (a test machine with no Arc GPU), with one problem a line.
     assert task == "preflight : Assert the box is fit for arcops", result
@@ -53,7 +59,7 @@ def test_preflight_with_the_example_inventory_reports_the_box_not_the_inventory(
     assert any("Found 0 supported GPU(s), need 2" in line for line in lines)
     # vLLM is off in the example: no RAM or Docker-disk demand for it.
     assert not any("Host RAM" in line or "/var/lib/docker" in line for line in lines), lines
-    assert "unable to convert to bool" not in done.stdout
+    assert "unable to convert to bool" not in json.dumps(out)
     # Nothing of a later stage ran: every task was preflight's (or the guard that calls it).
     names = [task["task"]["name"] for play in plays for task in play["tasks"]]
     assert all(n.startswith(("preflight : ", "Check the box with preflight")) for n in names), names
@@ -61,26 +67,11 @@ def test_preflight_with_the_example_inventory_reports_the_box_not_the_inventory(
 
 @needs_ansible
 def test_misspelled_and_mistyped_variables_are_refused_up_front_by_the_users_name(tmp_path):
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="json")
-    argv = [
-        ANSIBLE.replace("bin/ansible", "bin/ansible-playbook"),
-        "-i",
-        str(REPO / "inventories" / "example"),
-    ]
-    argv += [
-        "-l",
-        "arc-01.example.internal",
-        str(REPO / "site.yml"),
-        "--check",
-        "-e",
-        "ansible_connection=local",
-    ]
-    argv += ["-e", f"ansible_python_interpreter={sys.executable}", "-e", "vllm_service_profil=eager"]
-    argv += ["-e", '{"arcops_allow_reboot": "yes please", "vllm_service_port": "eighty"}']
-    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    tasks = json.loads(done.stdout)["plays"][0]["tasks"]
+    bad = '{"arcops_allow_reboot": "yes please", "vllm_service_port": "eighty"}'
+    rc, out = run_example(tmp_path, "site.yml", *AS_LOCAL_BOX, "-e", "vllm_service_profil=eager", "-e", bad)
+    tasks = out["plays"][0]["tasks"]
     failed = [t for t in tasks if any(r.get("failed") for r in t["hosts"].values())]
-    assert done.returncode == 2 and [t["task"]["name"] for t in failed] == [
+    assert rc == 2 and [t["task"]["name"] for t in failed] == [
         "preflight : Check the inventory's arcops variables (names and types)"
     ]
     result = next(iter(failed[0]["hosts"].values()))
@@ -89,7 +80,7 @@ def test_misspelled_and_mistyped_variables_are_refused_up_front_by_the_users_nam
         "vllm_service_port must be a whole number, not a string",
         "vllm_service_profil is not a variable arcops knows: did you mean vllm_service_profile?",
     ]
-    assert "yes please" not in done.stdout  # values are never echoed
+    assert "yes please" not in json.dumps(out)  # values are never echoed
     # Before anything read or changed the box: only the role's own argument check came first.
     before = [t["task"]["name"] for t in tasks[: tasks.index(failed[0])]]
     assert len(before) == 1 and before[0].startswith("preflight : Validating arguments against arg spec"), (
@@ -99,16 +90,8 @@ def test_misspelled_and_mistyped_variables_are_refused_up_front_by_the_users_nam
 
 @needs_ansible
 def test_the_examples_placeholder_hosts_are_refused_before_any_connection(tmp_path):
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="json")
-    argv = [
-        ANSIBLE.replace("bin/ansible", "bin/ansible-playbook"),
-        "-i",
-        str(REPO / "inventories" / "example"),
-    ]
-    argv += [str(REPO / "site.yml"), "--check"]
-    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    plays = json.loads(done.stdout)
-    assert done.returncode == 2 and plays["stats"].keys() == {
+    rc, plays = run_example(tmp_path, "site.yml")
+    assert rc == 2 and plays["stats"].keys() == {
         "arc-01.example.internal",
         "arc-02.example.internal",
         "arc-03.example.internal",
