@@ -72,3 +72,26 @@ def test_unknown_device_on_a_bare_tree(tmp_path):
 
 def test_empty_root_has_no_gpus(tmp_path):
     assert gpus.scan(SysRoot(tmp_path)) == []
+
+
+def test_sysfs_values_that_do_not_parse_read_as_unknown_never_crash_or_hang(dual_b60, tmp_path):
+    """'1.5' as a NUMA node, '1.2.3 GT/s', non-ASCII digits, a two-column resource row, a FIFO."""
+    import os
+    import shutil
+
+    root = tmp_path / "box"
+    shutil.copytree(dual_b60, root, symlinks=True)
+    gpu = root / "sys/devices/pci0000:00/0000:00:01.1/0000:27:00.0/0000:28:01.0/0000:29:00.0"
+    slot = gpu.parent.parent  # 0000:27:00.0, the card's upstream port in the slot
+    (gpu / "numa_node").write_text("1.5\n")
+    (gpu / "resource").write_text("0x1 0x2\n0x3 0x4\n0x00000060 0x0000007f\n")
+    (slot / "current_link_speed").write_text("1.2.3 GT/s PCIe\n")
+    (slot / "current_link_width").write_text("\u0668\n")  # an Arabic-Indic eight: not an ASCII digit
+    (slot / "max_link_width").write_text("\u00b2\n")  # superscript two: isdigit() but not int()
+    (gpu / "boot_vga").unlink(missing_ok=True)
+    os.mkfifo(gpu / "boot_vga")
+    found = {g.address: g for g in gpus.scan(SysRoot(root))}
+    odd = found["0000:29:00.0"]
+    assert odd.numa_node is None and odd.bar2_mib is None and odd.boot_vga is False
+    assert (odd.link["speed_gts"], odd.link["width"], odd.link["max_width"]) == (None, None, None)
+    assert found["0000:2d:00.0"].bar2_mib is not None  # the other card still reads in full
