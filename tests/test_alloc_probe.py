@@ -252,22 +252,18 @@ def test_positive_control_the_probe_sees_a_real_host_allocation(probe, sycl_sdk,
 
     On the CPU device sycl::malloc_device is host memory, so 2 GiB allocated and zeroed there must
     show as a MemAvailable drop through the very code that measures the GPU paths. Other work on
-    the machine moves MemAvailable too: within five runs each path must see it once, ±40%."""
+    the machine moves MemAvailable too: within five runs one must see it, ±40%."""
     size = 2 * 2**30
-    seen: dict[str, list[int]] = {allocprobe.SYCL: [], allocprobe.HELPER: []}
-
-    def saw(method: str) -> bool:
-        return any(0.6 * size <= d <= 1.4 * size for d in seen[method])
-
+    seen: list[int] = []
     for _ in range(5):
         rc, out, _ = run_probe(probe, sycl_sdk, tmp_path, True, "--gib", "2", "--settle-ms", "200")
         report = allocprobe.parse(out)
         assert rc == allocprobe.EXIT_NO_LEVEL_ZERO and report["bytes"] == size
         results = {r["method"]: r for r in report["results"]}
-        for method, drops in seen.items():
-            assert results[method]["ok"], results[method]
-            drops.append(results[method]["mem_available_drop_bytes"])
-        if all(saw(m) for m in seen):
+        assert results[allocprobe.SYCL]["ok"] and results[allocprobe.HELPER]["ok"], results
+        # The first path measured starts from a clean heap (later ones may reuse its freed pages).
+        seen.append(results[allocprobe.SYCL]["mem_available_drop_bytes"])
+        if 0.6 * size <= seen[-1] <= 1.4 * size:
             break
     else:
         pytest.fail(f"the probe never saw the 2 GiB host allocation: MemAvailable drops {seen}")
