@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 from pathlib import Path
 
 from . import __version__, allocprobe, bundle, debrepack, facts, firmware, grub, journal, llama_source
 from .debs import DebError
-from .inputs import read_bytes
+from .inputs import open_input, read_bytes
 from .outputs import OutputError, output_file, write_atomic
+from .pcie import PCI_DEVICES
 from .report import print_json, print_table
 from .sysroot import SysRoot
 
@@ -75,7 +77,8 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
         if data["gpus"]:
             print_table([{**g, "slot_link": _link_text(g["link"])} for g in data["gpus"]], GPU_COLUMNS)
     if not data["gpus"]:
-        print(f"arcops: no Intel GPU found under {data['root']}/sys/bus/pci/devices", file=sys.stderr)
+        where = SysRoot(args.root).path(PCI_DEVICES)
+        print(f"arcops: no Intel GPU found in {where}", file=sys.stderr)
         return 1
     return 0
 
@@ -96,8 +99,8 @@ def _cmd_firmware_version(args: argparse.Namespace) -> int:
 def _cmd_guc_loaded(args: argparse.Namespace) -> int:
     """GuC versions the driver loaded, from a kernel log file or this boot's journal."""
     if args.journal_file:
-        text = read_bytes(args.journal_file, "kernel log").decode("utf-8", errors="replace")
-        loads = firmware.loaded_from_journal(text.splitlines())
+        with open_input(args.journal_file, "kernel log") as raw:  # streamed: logs can be large
+            loads = firmware.loaded_from_journal(io.TextIOWrapper(raw, encoding="utf-8", errors="replace"))
     else:
         loads = firmware.loaded_from_journal(journal.kernel_lines())
     rows = [vars(fw) for fw in loads.values()]

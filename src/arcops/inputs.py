@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 # Inputs arcops reads whole (specs, reports, vars files, kernel logs) are small; past this it is
 # not the file the user meant.
@@ -16,19 +17,24 @@ class InputError(ValueError):
     """An input file cannot be read as asked; the message names it and says why."""
 
 
-def read_bytes(path: str | os.PathLike[str], what: str = "file", limit: int = MAX_INPUT_BYTES) -> bytes:
+def open_input(path: str | os.PathLike[str], what: str = "file") -> BinaryIO:
+    """The file opened for reading, once it is known to be a regular file (streams: no limit)."""
     p = Path(path)
     try:
         fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)  # O_NONBLOCK: opening a FIFO must not wait
     except OSError as e:
         raise InputError(f"{what} {p}: cannot read: {e.strerror}") from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise InputError(f"{what} {p}: not a regular file")
-    with os.fdopen(fd, "rb") as f:
-        if st.st_size > limit:
-            raise InputError(f"{what} {p}: {st.st_size} bytes, more than the {limit} an input may have")
+    return os.fdopen(fd, "rb")
+
+
+def read_bytes(path: str | os.PathLike[str], what: str = "file", limit: int = MAX_INPUT_BYTES) -> bytes:
+    with open_input(path, what) as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > limit:
+            raise InputError(f"{what} {path}: {size} bytes, more than the {limit} an input may have")
         return f.read()
 
 
