@@ -8,7 +8,8 @@ short_description: Refuse misspelled arcops variables and values of the wrong ty
 description:
   - Checks every variable named C(arcops_*) or after an arcops role (C(vllm_service_*), ...)
     against the fleet-wide table in arcops.user_vars and each role's argument_specs, defaults
-    and vars under O(roles_dir). An unknown name is refused with the closest known one.
+    and vars under O(roles_dir), and the names its tasks register or set while they run. An
+    unknown name is refused with the closest known one.
   - Runs on the control node (delegate_to localhost), where the roles are. Never changes anything.
 options:
   variables:
@@ -53,11 +54,11 @@ problems:
 
 from pathlib import Path
 
-from ansible.module_utils.arcops.user_vars import check, placeholder_problem, role_variables
+from ansible.module_utils.arcops.user_vars import check, placeholder_problem, role_variables, run_time_names
 from ansible.module_utils.basic import AnsibleModule
 
 
-def _yaml(path: Path) -> dict:
+def _yaml(path: Path, kind: type = dict):
     import yaml
 
     class Loader(yaml.SafeLoader):  # !vault and other tags: only the names matter here
@@ -68,7 +69,7 @@ def _yaml(path: Path) -> dict:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=Loader) if path.is_file() else None
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return {}
-    return data if isinstance(data, dict) else {}
+    return data if isinstance(data, kind) else kind()
 
 
 def main():
@@ -88,7 +89,10 @@ def main():
     role_vars = {}
     for role in sorted(p for p in roles.iterdir() if (p / "meta").is_dir() or (p / "defaults").is_dir()):
         defaults = {**_yaml(role / "defaults" / "main.yml"), **_yaml(role / "vars" / "main.yml")}
-        role_vars[role.name] = role_variables(_yaml(role / "meta" / "argument_specs.yml"), defaults)
+        found = role_variables(_yaml(role / "meta" / "argument_specs.yml"), defaults)
+        for tasks in sorted((role / "tasks").glob("*.yml")):
+            found.update(dict.fromkeys(run_time_names(_yaml(tasks, list)) - set(found), "raw"))
+        role_vars[role.name] = found
     prefixes = ["arcops_", *(f"{name}_" for name in role_vars)]
     p = module.params
     problems = check(p["variables"], role_vars, prefixes)

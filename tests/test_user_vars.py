@@ -63,3 +63,24 @@ def test_every_arcops_variable_the_project_reads_is_in_the_table():
 def test_check_of_any_variables_is_lines_never_an_exception(given):
     problems = user_vars.check(given, ROLES, PREFIXES)
     assert all(isinstance(p, str) and "\n" not in p for p in problems)
+
+
+def test_names_the_roles_set_while_running_are_known():
+    tasks = [
+        {"name": "a", "ansible.builtin.set_fact": {"x_problems": [], "cacheable": True}},
+        {"name": "b", "register": "x_stat", "ansible.builtin.stat": {"path": "/"}},
+        {"block": [{"set_fact": {"x_inner": 1}}], "rescue": [{"register": "x_rescued"}]},
+        "garbage",
+    ]
+    assert user_vars.run_time_names(tasks) == {"x_problems", "x_stat", "x_inner", "x_rescued"}
+    assert user_vars.run_time_names(None) == set()
+
+
+def test_every_roles_run_time_names_are_found_in_its_tasks():
+    """preflight's own facts (preflight_problems, ...) are not typos on its second run in a play."""
+    import yaml
+
+    names = set()
+    for path in (REPO / "roles" / "preflight" / "tasks").glob("*.yml"):
+        names |= user_vars.run_time_names(yaml.safe_load(path.read_text()))
+    assert {"preflight_problems", "preflight_warnings", "preflight_gpus", "preflight_bundle_stat"} <= names

@@ -124,6 +124,27 @@ def check(
     return problems
 
 
+_SET_FACT = ("set_fact", "ansible.builtin.set_fact", "ansible.legacy.set_fact")
+_NESTED = ("block", "rescue", "always")
+
+
+def run_time_names(tasks: object) -> set[str]:
+    """Names a role's tasks give values to while it runs (register:, set_fact keys): they show
+    up among a host's variables on the role's next run in the same play, and are not typos."""
+    found: set[str] = set()
+    for task in tasks if isinstance(tasks, list) else []:
+        if not isinstance(task, Mapping):
+            continue
+        if isinstance(task.get("register"), str):
+            found.add(task["register"])
+        for key in _SET_FACT:
+            if isinstance(task.get(key), Mapping):
+                found |= {k for k in task[key] if isinstance(k, str) and k != "cacheable"}
+        for key in _NESTED:
+            found |= run_time_names(task.get(key))
+    return found
+
+
 def role_variables(specs: Mapping[str, object], defaults: Mapping[str, object]) -> dict[str, str]:
     """{variable: type} of one role from its argument_specs (every entry point) and defaults."""
     found = {name: "raw" for name in defaults}
