@@ -314,3 +314,16 @@ def test_cost_is_linear_in_the_script_length():
 
     small, large = cost(2000), cost(8000)
     assert large / small < 4 * 1.8, f"4x the script took {large / small:.1f}x the time"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "exec run-parts /a /b",  # a wrapper: refused at the top level, and inside a here-document too
+        "x=$(run-parts /a /b)",
+        "eval 'run-parts /a /b'",
+    ],
+)
+def test_a_refusal_inside_a_here_document_is_not_swallowed(body):
+    with pytest.raises(ShellSyntaxError, match="here-document 'EOF': line 3: "):
+        rewrite(f"#!/bin/sh\ncat >/t <<EOF\n{body}\nEOF\n")

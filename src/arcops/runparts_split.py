@@ -107,6 +107,10 @@ def _replacement(cmd: Command, live_dollar: bool) -> str:
     )
 
 
+class RewriteRefused(ShellSyntaxError):
+    """The script parses, but a run-parts call in it cannot be rewritten safely."""
+
+
 _SHELLS = frozenset({"sh", "bash", "dash", "/bin/sh", "/bin/bash", "/bin/dash", "/usr/bin/bash"})
 
 
@@ -133,10 +137,12 @@ def _refuse_hidden(text: str, what: str, line: int) -> None:
         return
     try:
         _, changes = _rewrite(text, False, False, line - 1)
+    except RewriteRefused:
+        raise
     except ShellSyntaxError as e:
-        raise ShellSyntaxError(f"line {line}: run-parts inside {what} that cannot be read ({e})") from e
+        raise RewriteRefused(f"line {line}: run-parts inside {what} that cannot be read ({e})") from e
     if changes:
-        raise ShellSyntaxError(
+        raise RewriteRefused(
             f"line {changes[0].line}: run-parts with several directories inside {what}; rewrite it by hand"
         )
 
@@ -154,14 +160,14 @@ def _rewrite(text: str, in_heredoc: bool, live_dollar: bool, line_offset: int) -
     for cmd in found.commands:
         if _wrapped(cmd):
             where, wrapper = cmd.line + line_offset, cmd.words[0].text
-            raise ShellSyntaxError(f"line {where}: run-parts is run through {wrapper}; rewrite it by hand")
+            raise RewriteRefused(f"line {where}: run-parts is run through {wrapper}; rewrite it by hand")
         evaluated = _evaluated_text(cmd)
         if evaluated is not None:
             _refuse_hidden(evaluated, cmd.words[0].text, cmd.line + line_offset)
         if not needs_split(cmd):
             continue
         if any(r.lstrip("0123456789").startswith("<<") for r in cmd.redirects):
-            raise ShellSyntaxError(
+            raise RewriteRefused(
                 f"line {cmd.line + line_offset}: run-parts reads a here-document; rewrite it by hand"
             )
         new = _replacement(cmd, live_dollar)
@@ -187,6 +193,8 @@ def _rewrite_heredoc(text: str, doc: HereDoc, offset: int) -> tuple[list[tuple[i
         return [], []
     try:
         new_body, changes = _rewrite(body, True, doc.expands, offset)
+    except RewriteRefused as e:
+        raise RewriteRefused(f"here-document '{doc.delimiter}': {e}") from e
     except ShellSyntaxError as e:
         # A body that is not shell (a message, a config file) may still mention run-parts: it is
         # refused only when a line of it reads as a run-parts call that needs splitting.
@@ -201,6 +209,8 @@ def _rewrite_heredoc(text: str, doc: HereDoc, offset: int) -> tuple[list[tuple[i
 def _line_needs_split(line: str) -> bool:
     try:
         return bool(_rewrite(line, True, False, 0)[1])
+    except RewriteRefused:
+        return True
     except ShellSyntaxError:
         return line.lstrip().startswith(tuple(RUN_PARTS))
 
