@@ -161,6 +161,9 @@ def test_ready_start_logs_like_vllm_serves_and_exits_0_on_sigterm(start):
     argv += ["--served-model-name", "qwen38", "--trust-remote-code"]
     run = start(argv, VLLM_API_KEY=key)
     run.wait_for("Application startup complete.")
+    # stdout and stderr are read by two threads: under load the last stdout line can arrive
+    # after stderr's "startup complete"; wait for it too before reading the order.
+    run.wait_for(f"Starting vLLM API server 0 on http://0.0.0.0:{run.port}")
     pid = run.proc.pid
 
     assert not _in_order(
