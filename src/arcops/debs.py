@@ -137,7 +137,9 @@ def control_files(deb: str | Path) -> dict[str, bytes]:
     """The control archive's files by name, as bytes. Only plain files at its top are allowed:
     a symlink, hard link, device, FIFO or folder in a control archive is refused, so nothing
     written later can land outside the caller's work folder."""
-    layout(deb)
+    control = layout(deb)[1]
+    if control.size > CONTROL_MAX_BYTES:  # refused before dpkg-deb unpacks it into memory
+        raise DebError(f"{deb}: control archive is {control.size} bytes, more than {CONTROL_MAX_BYTES}")
     raw = _dpkg_deb(["--ctrl-tarfile"], deb).stdout
     files: dict[str, bytes] = {}
     total = 0
