@@ -215,12 +215,10 @@ def repack_all(debs: list[str | Path], outdir: str | Path, compressor: str | Non
     names = [p.name for p in paths]
     if dupes := sorted({n for n in names if names.count(n) > 1}):
         raise RepackError(f"several inputs are named {', '.join(dupes)}: their outputs would collide")
-    out = Path(outdir)
-    if out.exists() and not out.is_dir():
-        raise RepackError(f"output folder {out}: exists and is not a folder")
-    plans = [_plan(p, out) for p in paths]
     try:
-        out = output_dir(out)
+        out = output_dir(outdir, create=False)  # a bad output is refused before the work
+        plans = [_plan(p, out) for p in paths]
+        output_dir(out)
     except OutputError as e:
         raise RepackError(str(e)) from e
     return [_write(plan, out, compressor) for plan in plans]

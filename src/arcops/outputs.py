@@ -15,9 +15,10 @@ class OutputError(ValueError):
     """The output path cannot be written; the message names it and says why."""
 
 
-def output_dir(path: str | os.PathLike[str], what: str = "output folder") -> Path:
+def output_dir(path: str | os.PathLike[str], what: str = "output folder", create: bool = True) -> Path:
     """A folder to write into: made when missing (its parent must exist), refused when it is
-    something else or not writable."""
+    something else or not writable. create=False checks the same without making it (to refuse a
+    bad output before long work, and make it only once the work can be written)."""
     p = Path(path)
     try:
         st = os.stat(p)
@@ -25,10 +26,11 @@ def output_dir(path: str | os.PathLike[str], what: str = "output folder") -> Pat
         parent = p.parent if str(p.parent) else Path(".")
         if not parent.is_dir():
             raise OutputError(f"{what} {p}: its parent folder {parent} does not exist") from None
-        try:
-            p.mkdir()
-        except OSError as e:
-            raise OutputError(f"{what} {p}: cannot create it: {e.strerror}") from None
+        if create:
+            try:
+                p.mkdir()
+            except OSError as e:
+                raise OutputError(f"{what} {p}: cannot create it: {e.strerror}") from None
         return p
     except OSError as e:
         raise OutputError(f"{what} {p}: {e.strerror}") from None
