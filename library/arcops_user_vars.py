@@ -54,22 +54,22 @@ problems:
 
 from pathlib import Path
 
-from ansible.module_utils.arcops.user_vars import check, placeholder_problem, role_variables, run_time_names
+from ansible.module_utils.arcops.user_vars import check, placeholder_problem, roles_variables
 from ansible.module_utils.basic import AnsibleModule
 
 
-def _yaml(path: Path, kind: type = dict):
+def _yaml(path: Path):
+    """The parsed file, or None when it does not parse (only names matter here)."""
     import yaml
 
-    class Loader(yaml.SafeLoader):  # !vault and other tags: only the names matter here
+    class Loader(yaml.SafeLoader):  # !vault and other tags
         pass
 
     Loader.add_multi_constructor("", lambda loader, suffix, node: None)
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=Loader) if path.is_file() else None
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=Loader)
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return {}
-    return data if isinstance(data, kind) else kind()
+        return None
 
 
 def main():
@@ -86,13 +86,7 @@ def main():
     roles = Path(module.params["roles_dir"])
     if not roles.is_dir():
         module.fail_json(msg=f"roles_dir: {roles} is not a folder")
-    role_vars = {}
-    for role in sorted(p for p in roles.iterdir() if (p / "meta").is_dir() or (p / "defaults").is_dir()):
-        defaults = {**_yaml(role / "defaults" / "main.yml"), **_yaml(role / "vars" / "main.yml")}
-        found = role_variables(_yaml(role / "meta" / "argument_specs.yml"), defaults)
-        for tasks in sorted((role / "tasks").glob("*.yml")):
-            found.update(dict.fromkeys(run_time_names(_yaml(tasks, list)) - set(found), "raw"))
-        role_vars[role.name] = found
+    role_vars = roles_variables(roles, _yaml)
     prefixes = ["arcops_", *(f"{name}_" for name in role_vars)]
     p = module.params
     problems = check(p["variables"], role_vars, prefixes)

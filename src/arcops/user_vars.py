@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 
 # name -> (type, what it does). Types: bool, int, str, path, list, dict, raw (anything).
 USER_VARS: dict[str, tuple[str, str]] = {
@@ -151,6 +152,27 @@ def role_variables(specs: Mapping[str, object], defaults: Mapping[str, object]) 
     for entry in (specs.get("argument_specs") or {}).values() if isinstance(specs, Mapping) else []:
         for name, option in ((entry or {}).get("options") or {}).items():
             found[name] = str((option or {}).get("type", "str"))
+    return found
+
+
+def roles_variables(roles_dir: str | Path, load_yaml: Callable[[Path], object]) -> dict[str, dict[str, str]]:
+    """role -> {variable: type} for every role under roles_dir: its argument_specs, defaults and
+    vars, and the names its tasks register or set. load_yaml(path) returns the parsed file or
+    None (this package stays stdlib-only; the caller brings a YAML parser)."""
+
+    def load(path: Path, kind: type) -> object:
+        data = load_yaml(path) if path.is_file() else None
+        return data if isinstance(data, kind) else kind()
+
+    found: dict[str, dict[str, str]] = {}
+    for role in sorted(
+        p for p in Path(roles_dir).iterdir() if (p / "meta").is_dir() or (p / "defaults").is_dir()
+    ):
+        defaults = {**load(role / "defaults" / "main.yml", dict), **load(role / "vars" / "main.yml", dict)}
+        variables = role_variables(load(role / "meta" / "argument_specs.yml", dict), defaults)
+        for tasks in sorted((role / "tasks").glob("*.yml")):
+            variables.update(dict.fromkeys(run_time_names(load(tasks, list)) - set(variables), "raw"))
+        found[role.name] = variables
     return found
 
 
