@@ -69,7 +69,8 @@ def _cmd_facts(args: argparse.Namespace) -> int:
 
 def _cmd_gpus(args: argparse.Namespace) -> int:
     """Exit 1 when there is no Intel GPU: a box without one cannot serve, and scripts ask this."""
-    data = facts.collect(_sysroot(args))
+    root = _sysroot(args)
+    data = facts.collect(root)
     if args.json:
         print_json({k: data[k] for k in ("root", "simulated", "gpus", "display_gpu")})
     else:
@@ -77,8 +78,7 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
         if data["gpus"]:
             print_table([{**g, "slot_link": _link_text(g["link"])} for g in data["gpus"]], GPU_COLUMNS)
     if not data["gpus"]:
-        where = SysRoot(args.root).path(PCI_DEVICES)
-        print(f"arcops: no Intel GPU found in {where}", file=sys.stderr)
+        print(f"arcops: no Intel GPU found in {root.path(PCI_DEVICES)}", file=sys.stderr)
         return 1
     return 0
 

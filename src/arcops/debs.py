@@ -56,14 +56,10 @@ def layout(deb: str | Path) -> list[Member]:
             header = f.read(_HEADER)
             if len(header) < _HEADER or header[58:60] != b"`\n":
                 raise DebError(f"{deb}: not a valid .deb: bytes after the last member at offset {pos}")
-            raw_name, raw_size = header[:16], header[48:58]
-            try:
-                name = raw_name.decode("ascii").strip().rstrip("/")
-                size = int(raw_size.decode("ascii").strip(), 10)
-            except (UnicodeDecodeError, ValueError):
-                raise DebError(f"{deb}: not a valid .deb: unreadable member header at offset {pos}") from None
-            if size < 0 or not name or not raw_size.strip().isdigit():
+            raw_name, raw_size = header[:16].strip().rstrip(b"/"), header[48:58].strip()
+            if not raw_name.isascii() or not raw_name or not raw_size.isdigit():  # bytes: ASCII digits
                 raise DebError(f"{deb}: not a valid .deb: unreadable member header at offset {pos}")
+            name, size = raw_name.decode("ascii"), int(raw_size)
             data = pos + _HEADER
             if data + size > total:
                 raise DebError(
@@ -88,7 +84,7 @@ def members(deb: str | Path) -> list[str]:
 
 
 def _dpkg_deb(
-    args: list[str], deb: str | Path, after: tuple[str, ...] | list[str] = ()
+    args: list[str], deb: str | Path, after: list[str] | None = None
 ) -> subprocess.CompletedProcess:
     """dpkg-deb's output as bytes; its complaint, on one line, as a DebError."""
     proc = subprocess.run(["dpkg-deb", *args, str(deb), *(after or [])], capture_output=True, check=False)
