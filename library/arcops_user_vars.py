@@ -15,8 +15,8 @@ options:
   variables:
     description:
       - The variables to check, name to value. Messages name variables, never values.
-      - Pass each value's shape, not a secret: an empty mapping or list for one, numbers and
-        booleans as they are, any other string as a marker.
+      - "Pass each value's shape, not a secret: an empty mapping or list for one, numbers and
+        booleans as they are, any other string as a marker."
     type: dict
     required: true
   roles_dir:

@@ -13,10 +13,10 @@ description:
     without an API key).
   - Fails listing every problem, one per line, each saying what to do.
   - Changes nothing; runs in check mode too.
-  - Pass C(api_key) in O(settings) as a boolean (whether a key is set, e.g.
+  - "Pass C(api_key) in O(settings) as a boolean (whether a key is set, e.g.
     C(vllm_service_api_key | length > 0)), never the key: the role writes the key to
     C(api_key_env_file) and vLLM reads it from there as VLLM_API_KEY. A string C(api_key) is refused
-    (and masked in the result).
+    (and masked in the result)."
 options:
   settings:
     description: The settings; missing ones take arcops.vllm_spec.DEFAULTS, unknown ones fail.

@@ -103,3 +103,15 @@ def test_modules_refuse_bad_input_with_fail_json(module, args, message):
     assert result.get("failed") and message in result["msg"], result
     assert "Traceback" not in json.dumps(result) and "MODULE FAILURE" not in json.dumps(result)
     assert not Path("/tmp/arcops-never").exists()
+
+
+@needs_ansible
+def test_ansible_doc_renders_every_module():
+    """The DOCUMENTATION of each module parses: ansible-doc is where users read them."""
+    modules = sorted(p.stem for p in (REPO / "library").glob("arcops_*.py"))
+    doc = ANSIBLE.replace("bin/ansible", "bin/ansible-doc")
+    done = subprocess.run(
+        [doc, "-M", str(REPO / "library"), "--json", *modules], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and "[ERROR]" not in done.stderr, done.stderr
+    assert sorted(json.loads(done.stdout)) == modules
