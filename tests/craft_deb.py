@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gzip
 import io
 import tarfile
 from pathlib import Path
@@ -48,6 +49,18 @@ def control_tar(extra: list[tuple[tarfile.TarInfo, bytes | None]]) -> bytes:
 
 def data_tar() -> bytes:
     return _tar([file_entry("usr/share/doc/crafted/README", b"hello\n", 0o644)])
+
+
+def data_bomb(claimed: int) -> bytes:
+    """A data archive whose one member's header claims CLAIMED bytes (and carries none): what a
+    decompression bomb looks like to a reader that trusts headers."""
+    info = tarfile.TarInfo("./usr/share/doc/crafted/huge")
+    info.size = claimed
+    header = info.tobuf(format=tarfile.GNU_FORMAT)
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as out:
+        out.write(header)
+    return buf.getvalue()
 
 
 def ar(members: list[tuple[str, bytes]]) -> bytes:

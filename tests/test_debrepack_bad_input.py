@@ -4,13 +4,14 @@ package and what is wrong, and nothing is written (above all, nothing outside th
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tarfile
 from pathlib import Path
 
 import pytest
 
-from arcops import cli
+from arcops import cli, debrepack, debs
 from arcops.checksum import sha256_file
 from arcops.debrepack import RepackError, repack, repack_all
 
@@ -89,6 +90,31 @@ def test_corrupt_data_archive_is_refused_not_copied_unchanged(tmp_path):
     data[len(data) // 2] ^= 0xFF  # a gzip CRC / inflate error, same size
     deb = craft_deb.deb(tmp_path / "corrupt.deb", [], data=bytes(data))
     with pytest.raises(RepackError, match=r"corrupt\.deb: corrupt data archive"):
+        repack(deb, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("needs_change", [True, False])
+def test_data_archive_claiming_more_than_the_limit_is_refused_before_unpacking(tmp_path, needs_change):
+    bomb = craft_deb.data_bomb(debs.DATA_MAX_BYTES + 1)
+    deb = craft_deb.deb(tmp_path / "bomb.deb", None if needs_change else [], data=bomb)
+    with pytest.raises(RepackError, match=r"bomb\.deb: data archive unpacks to more than 17179869184 bytes"):
+        repack(deb, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_data_archive_with_too_many_members_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(debs, "DATA_MAX_MEMBERS", 0)
+    deb = craft_deb.deb(tmp_path / "many.deb")
+    with pytest.raises(RepackError, match=r"many\.deb: data archive has more than 0 members"):
+        repack(deb, tmp_path / "out")
+
+
+def test_output_without_room_for_the_unpacked_tree_is_refused_before_writing(tmp_path, monkeypatch):
+    deb = craft_deb.deb(tmp_path / "good.deb")
+    full = shutil._ntuple_diskusage(total=10**9, used=10**9 - 10, free=10)
+    monkeypatch.setattr(debrepack.shutil, "disk_usage", lambda path: full)
+    with pytest.raises(RepackError, match=r"out: needs 0\.0 MiB free to unpack and rebuild the packages, has 0\.0 MiB"):
         repack(deb, tmp_path / "out")
     assert not (tmp_path / "out").exists()
 

@@ -52,10 +52,20 @@ def test_preflight_with_the_example_inventory_reports_the_box_not_the_inventory(
     ]
     assert rc == 2 and len(failed) == 1, plays
     task, result = failed[0]
-    # Preflight itself refuses this box (a test machine with no Arc GPU), with one problem a line.
+    # Preflight itself refuses this box (a test machine with no Arc GPU): the failure counts the
+    # problems, the task before it lists them once, one a line.
     assert task == "preflight : Assert the box is fit for arcops", result
-    lines = result["msg"].splitlines()
-    assert lines[0].startswith("preflight found ") and all(line.startswith("- ") for line in lines[1:])
+    shown = [
+        r["msg"]
+        for t in plays[0]["tasks"]
+        if t["task"]["name"] == "preflight : Show the problems"
+        for name, r in t["hosts"].items()
+        if name == HOST
+    ]
+    assert len(shown) == 1 and isinstance(shown[0], list), shown
+    lines = shown[0]
+    assert result["msg"] == f"preflight found {len(lines)} problem(s), listed in the task above"
+    assert all(isinstance(line, str) and "\n" not in line for line in lines), lines
     assert any("Found 0 supported GPU(s), need 2" in line for line in lines)
     # vLLM is off in the example: no RAM or Docker-disk demand for it.
     assert not any("Host RAM" in line or "/var/lib/docker" in line for line in lines), lines

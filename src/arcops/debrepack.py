@@ -124,6 +124,7 @@ class _Plan:
     previous: dict | None  # an intact earlier result: nothing to do
     new_scripts: dict[str, bytes] = field(default_factory=dict)
     changes: dict[str, list[dict]] = field(default_factory=dict)
+    unpacked_bytes: int = 0
 
 
 def _plan(deb: Path, outdir: Path) -> _Plan:
@@ -132,12 +133,26 @@ def _plan(deb: Path, outdir: Path) -> _Plan:
     plan = _Plan(deb, fields, source_sha256, previous_report(outdir / deb.name, source_sha256))
     if plan.previous is None:
         plan.new_scripts, plan.changes = _rewrite_scripts(deb)
-        if not plan.changes:
-            try:
-                check_data(deb)  # copied unchanged: it must at least unpack
-            except DebError as e:
-                raise RepackError(str(e)) from e
+        try:
+            # Copied unchanged, it must at least unpack; repacked, its tree must fit.
+            plan.unpacked_bytes = check_data(deb)
+        except DebError as e:
+            raise RepackError(str(e)) from e
     return plan
+
+
+def _check_room(plans: list[_Plan], outdir: Path) -> None:
+    """A repack unpacks one tree at a time and writes each output: all of it must fit."""
+    pending = [p for p in plans if p.previous is None]
+    if not pending:
+        return
+    tree = max((p.unpacked_bytes for p in pending if p.changes), default=0)
+    need = tree + sum(p.deb.stat().st_size for p in pending)
+    free = shutil.disk_usage(outdir if outdir.exists() else outdir.parent).free
+    if need > free:
+        raise RepackError(
+            f"{outdir}: needs {need / 2**20:.1f} MiB free to unpack and rebuild the packages, has {free / 2**20:.1f} MiB"
+        )
 
 
 def repack(deb: str | Path, outdir: str | Path, compressor: str | None = None) -> dict:
@@ -218,6 +233,7 @@ def repack_all(debs: list[str | Path], outdir: str | Path, compressor: str | Non
     try:
         out = output_dir(outdir, create=False)  # a bad output is refused before the work
         plans = [_plan(p, out) for p in paths]
+        _check_room(plans, out)
         output_dir(out)
     except OutputError as e:
         raise RepackError(str(e)) from e

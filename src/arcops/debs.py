@@ -19,6 +19,10 @@ _HEADER = 60
 # A control archive holds a few small text files; anything larger is not a package we repack.
 CONTROL_MAX_BYTES = 64 * 2**20
 CONTROL_MAX_MEMBERS = 1000
+# The data archive: a kernel with its modules unpacks to a few hundred MiB; far beyond these
+# limits is a decompression bomb, refused before anything unpacks it to disk.
+DATA_MAX_BYTES = 16 * 2**30
+DATA_MAX_MEMBERS = 200_000
 
 
 class DebError(ValueError):
@@ -115,18 +119,41 @@ def control_fields(deb: str | Path, *fields: str) -> dict[str, str]:
     return values
 
 
-def check_data(deb: str | Path) -> None:
-    """Decompress the whole data archive once: a corrupt member fails here, not at install."""
+def check_data(deb: str | Path) -> int:
+    """Decompress the whole data archive once, without writing it anywhere: a corrupt member or
+    a data archive past the limits fails here, not at install. Returns its unpacked size."""
     layout(deb)
-    proc = subprocess.run(
+    proc = subprocess.Popen(
         ["dpkg-deb", "--fsys-tarfile", str(deb)],
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        check=False,
     )
-    if proc.returncode != 0:
-        err = proc.stderr.decode("utf-8", "replace")
+    total = count = 0
+    problem = ""
+    try:
+        with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
+            for member in tar:
+                count += 1
+                total += member.size
+                if count > DATA_MAX_MEMBERS:
+                    problem = f"data archive has more than {DATA_MAX_MEMBERS} members"
+                    break
+                if total > DATA_MAX_BYTES:
+                    problem = f"data archive unpacks to more than {DATA_MAX_BYTES} bytes"
+                    break
+    except (tarfile.TarError, EOFError, OSError) as e:
+        problem = f"corrupt data archive: {e}"
+    finally:
+        proc.stdout.close()  # a refused archive stops dpkg-deb here (SIGPIPE)
+        err = proc.stderr.read().decode("utf-8", "replace")
+        rc = proc.wait()
+    if problem.startswith("data archive"):
+        raise DebError(f"{deb}: {problem}")
+    if rc != 0:
         raise DebError(f"{deb}: corrupt data archive: {' '.join(err.split()) or 'dpkg-deb failed'}")
+    if problem:
+        raise DebError(f"{deb}: {problem}")
+    return total
 
 
 def control_files(deb: str | Path) -> dict[str, bytes]:
