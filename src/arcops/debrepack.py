@@ -151,7 +151,8 @@ def _check_room(plans: list[_Plan], outdir: Path) -> None:
     free = shutil.disk_usage(outdir if outdir.exists() else outdir.parent).free
     if need > free:
         raise RepackError(
-            f"{outdir}: needs {need / 2**20:.1f} MiB free to unpack and rebuild the packages, has {free / 2**20:.1f} MiB"
+            f"{outdir}: needs {need / 2**20:.1f} MiB free to unpack and rebuild the packages,"
+            f" has {free / 2**20:.1f} MiB"
         )
 
 
