@@ -36,6 +36,8 @@ USER_VARS: dict[str, tuple[str, str]] = {
     "arcops_lab_cache": ("path", "where the lab keeps its built artefacts"),
     "arcops_lab_image": ("str", "the lab boxes' container image"),
     "arcops_lab_fixtures": ("path", "the simulated hardware trees"),
+    "arcops_lab_network": ("str", "the podman network the lab boxes are on"),
+    "arcops_lab_subnet": ("str", "that network's subnet (the boxes' fixed addresses are in it)"),
 }
 # Set by arcops itself during a run (facts), never by a user: not typos.
 RUN_FACTS = frozenset({"preflight_passed"})
