@@ -32,8 +32,10 @@ echo 'MODULES=dep' >"$root/etc/initramfs-tools/conf.d/10-arcops-lab.conf"
 printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
 chmod 0755 "$root/usr/sbin/policy-rc.d"
 chroot "$root" apt-get update -qq
+# xz-utils and zstd come with Ubuntu (intel_stack unpacks and reads the bundle with them); the
+# container scenario proves the role installs them where they are missing.
 chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-  docker.io python3-requests unzip >/dev/null
+  docker.io python3-requests unzip xz-utils zstd >/dev/null
 chroot "$root" apt-get clean
 rm -f "$root/usr/sbin/policy-rc.d"
 chroot "$root" systemctl disable docker.service docker.socket containerd.service
