@@ -1,0 +1,142 @@
+"""What each stage of site.yml recorded on a box: one row per stage, from the records the roles
+publish as local facts. The lab's summary prints these rows; a fleet status reads the same files.
+
+Stdlib only: it runs on the box inside the arcops_status module.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .inputs import InputError, read_text
+
+FACT_DIR = "/etc/ansible/facts.d"
+# Stage -> its record's file in FACT_DIR (the name each role's fact.yml writes).
+STAGES = {
+    "preflight": "arcops.fact",
+    "intel_stack": "arcops_intel_stack.fact",
+    "mainline_kernel": "arcops_mainline_kernel.fact",
+    "llama_cpp_sycl": "arcops_llama_cpp_sycl.fact",
+    "vllm_service": "arcops_vllm_service.fact",
+}
+_RECORD_MAX = 4 * 2**20
+
+
+def read_records(fact_dir: str | Path = FACT_DIR) -> dict[str, Any]:
+    """Each stage's record: a dict, None when the stage never ran, or the reason it is unreadable."""
+    out: dict[str, Any] = {}
+    for stage, name in STAGES.items():
+        path = Path(fact_dir) / name
+        if not path.exists():
+            out[stage] = None
+            continue
+        try:
+            data = json.loads(read_text(path, "record", limit=_RECORD_MAX))
+        except InputError as e:
+            out[stage] = str(e)
+            continue
+        except ValueError as e:
+            out[stage] = f"record {path}: not JSON ({e})"
+            continue
+        out[stage] = data if isinstance(data, dict) else f"record {path}: not a JSON object"
+    return out
+
+
+def _get(record: Any, *keys: str) -> Any:
+    for key in keys:
+        record = record.get(key) if isinstance(record, dict) else None
+    return record
+
+
+def _dict(value: Any) -> dict:
+    """A record part as a mapping: anything else reads as empty (a record may be hand-edited)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _preflight(r: dict) -> tuple[str, str]:
+    pf = _dict(r.get("preflight"))
+    gpus = _list(pf.get("gpus"))
+    models = sorted({str(g.get("model")) for g in gpus if isinstance(g, dict)})
+    gucs = sorted({str(g.get("guc_loaded")) for g in gpus if isinstance(g, dict)})
+    detail = (
+        f"{len(gpus)} GPU(s) {', '.join(models) or '-'}, GuC {', '.join(gucs) or '-'}, "
+        f"{_get(pf, 'host', 'mem_total_gib') or '-'} GiB, profile {pf.get('vllm_profile') or '-'}"
+    )
+    return "passed", detail + (" (SIMULATED hardware)" if pf.get("simulated_hardware") else "")
+
+
+def _intel(r: dict) -> tuple[str, str]:
+    state = "rolled back" if r.get("rolled_back") else "installed" if r.get("installed") else "incomplete"
+    t = _dict(r.get("target"))
+    packages = _dict(t.get("packages"))
+    return state, (
+        f"bundle {t.get('bundle', '-')}, kernel {t.get('kernel', '-')}, GuC {t.get('guc', '-')}, "
+        f"{len(packages)} package(s) pinned; before: kernel {_get(r, 'previous', 'kernel') or '-'}"
+    )
+
+
+def _mainline(r: dict) -> tuple[str, str]:
+    state = "installed" if r.get("installed") else "incomplete"
+    t = _dict(r.get("target"))
+    return state, (
+        f"kernel {t.get('release', '-')}, {len(_dict(t.get('packages')))} package(s); "
+        f"before: kernel {_get(r, 'previous', 'kernel') or '-'}"
+    )
+
+
+def _llama(r: dict) -> tuple[str, str]:
+    source = _dict(r.get("source"))
+    probe = _dict(r.get("probe"))
+    probe_text = (
+        "passed"
+        if probe.get("ok") is True
+        else "; ".join(map(str, _list(probe.get("summary")) or ["not run"]))
+    )
+    return "built", (
+        f"{source.get('version', '-')} ({str(source.get('commit') or '-')[:12]}), "
+        f"allocations {source.get('allocation_path', '-')}, probe {probe_text}"
+    )
+
+
+def _vllm(r: dict) -> tuple[str, str]:
+    image = r.get("image_digest") or r.get("image_id") or "-"
+    return "deployed", (
+        f"container {r.get('container', '-')}, image {str(image)[:19]}, unit {r.get('unit', '-')}, "
+        f"spec {str(r.get('spec_hash') or '-')[:12]}"
+    )
+
+
+_SUMMARIES = {
+    "preflight": _preflight,
+    "intel_stack": _intel,
+    "mainline_kernel": _mainline,
+    "llama_cpp_sycl": _llama,
+    "vllm_service": _vllm,
+}
+
+
+def summarize(records: dict[str, Any]) -> list[dict[str, str]]:
+    """One row per stage, in site.yml's order: stage, state, detail."""
+    rows = []
+    for stage in STAGES:
+        record = records.get(stage)
+        if record is None:
+            rows.append({"stage": stage, "state": "not run", "detail": "no record on this box"})
+        elif isinstance(record, str):
+            rows.append({"stage": stage, "state": "unreadable", "detail": record})
+        else:
+            state, detail = _SUMMARIES[stage](record)
+            rows.append({"stage": stage, "state": state, "detail": detail})
+    return rows
+
+
+def lines(rows: list[dict[str, str]]) -> list[str]:
+    """The rows as aligned text, for a play's output."""
+    width = max((len(r["stage"]) for r in rows), default=0)
+    return [f"{r['stage']:<{width}}  {r['state']:<11}  {r['detail']}" for r in rows]
