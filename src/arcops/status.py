@@ -11,16 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from .inputs import InputError, read_text
+from .records import FACT_DIR, STAGES
 
-FACT_DIR = "/etc/ansible/facts.d"
-# Stage -> its record's file in FACT_DIR (the name each role's fact.yml writes).
-STAGES = {
-    "preflight": "arcops.fact",
-    "intel_stack": "arcops_intel_stack.fact",
-    "mainline_kernel": "arcops_mainline_kernel.fact",
-    "llama_cpp_sycl": "arcops_llama_cpp_sycl.fact",
-    "vllm_service": "arcops_vllm_service.fact",
-}
 _RECORD_MAX = 4 * 2**20
 
 

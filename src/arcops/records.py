@@ -1,0 +1,77 @@
+"""Where each stage's record lives on a box, and how it is written: one place for both.
+
+A stage's record is a JSON object. It is kept in the stage's state folder (state.json, where
+the stage keeps what it needs for a rollback) and published as an Ansible local fact
+(FACT_DIR/<file>, read back as ansible_local.<name>). The status summary, a fleet status and the
+metrics read the published copies; arcops_record writes both in one task.
+
+Stdlib only: it runs on the box inside the arcops_record and arcops_status modules.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from .outputs import write_atomic
+
+FACT_DIR = "/etc/ansible/facts.d"
+STATE_FILE = "state.json"
+# Stage -> its published record's file in FACT_DIR. preflight's predates the others' naming.
+STAGES = {
+    "preflight": "arcops.fact",
+    "intel_stack": "arcops_intel_stack.fact",
+    "mainline_kernel": "arcops_mainline_kernel.fact",
+    "llama_cpp_sycl": "arcops_llama_cpp_sycl.fact",
+    "vllm_service": "arcops_vllm_service.fact",
+}
+
+
+class RecordError(ValueError):
+    """A record that cannot be written: unknown stage, not an object, a folder in the way."""
+
+
+def render(record: Any) -> str:
+    """The file text: what to_nice_json writes (sorted keys, four-space indent), one final newline."""
+    if not isinstance(record, dict):
+        raise RecordError(f"record: must be a mapping, got {type(record).__name__}")
+    try:
+        return json.dumps(record, indent=4, sort_keys=True, allow_nan=False) + "\n"
+    except (TypeError, ValueError) as e:
+        raise RecordError(f"record: not JSON ({e})") from None
+
+
+def targets(stage: str, state_dir: str | None, fact_dir: str = FACT_DIR) -> list[Path]:
+    """The files a stage's record is written to: state.json (when the stage has a state folder)
+    and the published fact."""
+    if stage not in STAGES:
+        raise RecordError(f"stage: {stage!r} is not one of {', '.join(STAGES)}")
+    out = [Path(state_dir) / STATE_FILE] if state_dir else []
+    return [*out, Path(fact_dir) / STAGES[stage]]
+
+
+def pending(
+    stage: str, record: Any, state_dir: str | None, fact_dir: str = FACT_DIR
+) -> tuple[str, list[Path]]:
+    """The text to write and the files that do not hold it yet."""
+    text = render(record)
+    stale = []
+    for path in targets(stage, state_dir, fact_dir):
+        if path.is_symlink() or path.is_dir():
+            raise RecordError(f"{path}: is a link or a folder, not a record file")
+        try:
+            same = path.read_text(encoding="utf-8") == text
+        except (OSError, UnicodeDecodeError):
+            same = False
+        if not same:
+            stale.append(path)
+    return text, stale
+
+
+def write(text: str, paths: list[Path]) -> None:
+    """Write TEXT to every path atomically, creating missing folders (0755, root's)."""
+    for path in paths:
+        os.makedirs(path.parent, mode=0o755, exist_ok=True)
+        write_atomic(path, text)
