@@ -5,8 +5,10 @@ ARCOPS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Everything slow to rebuild (debootstrap trees, VM images) is cached here, outside the clone,
 # so a second run or a fresh clone on the same machine reuses it.
 ARCOPS_CACHE=${ARCOPS_CACHE:-/var/cache/arcops}
-ARCOPS_VENV=${ARCOPS_VENV:-$ARCOPS_ROOT/.venv}
-ARCOPS_SYCL_SDK=${ARCOPS_SYCL_SDK:-$ARCOPS_ROOT/.venv-sycl}  # PyPI SYCL runtime + headers (tests)
+# Each clone has its own venvs (the arcops package is installed editable from the clone), so
+# they follow ARCOPS_ROOT even when a shell exported another clone's.
+ARCOPS_VENV=$ARCOPS_ROOT/.venv
+ARCOPS_SYCL_SDK=$ARCOPS_ROOT/.venv-sycl  # PyPI SYCL runtime + headers (tests)
 export ARCOPS_ROOT ARCOPS_CACHE ARCOPS_VENV ARCOPS_SYCL_SDK
 
 log() { printf '\033[1m[arcops]\033[0m %s\n' "$*" >&2; }
