@@ -10,6 +10,9 @@ from arcops.cli import main
 
 from .bundle_builder import build_bundle, css_blob
 
+# The tests' own bundles are trusted; Python before 3.11.4 has no extraction filters.
+DATA_FILTER = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+
 
 @pytest.fixture(scope="module")
 def tarball(tmp_path_factory):
@@ -24,7 +27,7 @@ def lock(tarball):
 @pytest.fixture
 def unpacked(tarball, tmp_path):
     with tarfile.open(tarball) as tar:
-        tar.extractall(tmp_path, filter="data")
+        tar.extractall(tmp_path, **DATA_FILTER)
     return tmp_path
 
 
@@ -82,7 +85,7 @@ def test_wrong_guc_blob_is_refused_even_when_locked(tmp_path):
     tb = build_bundle(tmp_path / "b", guc="70.72.1")
     lock = bundle.make_lock(tb, "server")
     with tarfile.open(tb) as tar:
-        tar.extractall(tmp_path / "x", filter="data")
+        tar.extractall(tmp_path / "x", **DATA_FILTER)
     with pytest.raises(
         bundle.BundleError, match=re.escape("is GuC 70.72.1 by its header, the pinned GuC is 70.60.0")
     ):
@@ -195,3 +198,45 @@ def test_unreadable_version_file_is_named(unpacked, lock, version):
     (next(unpacked.glob("*/VERSION"))).write_bytes(version)
     with pytest.raises(bundle.BundleError, match="VERSION: "):
         stack.select(unpacked, lock, "6.17.0-1009-intel", "70.60.0")
+
+
+def _escaping_tarball(path: Path, kind: str) -> Path:
+    """A bundle-shaped tarball with one member that would land outside the unpack folder."""
+    import io
+
+    with tarfile.open(path, "w:gz") as tar:
+        info = tarfile.TarInfo("bundle/ok.txt")
+        info.size = 2
+        tar.addfile(info, io.BytesIO(b"ok"))
+        bad = tarfile.TarInfo(
+            {"dotdot": "bundle/../../escaped.txt", "absolute": "/tmp/escaped.txt"}.get(kind, "bundle/x")
+        )
+        if kind in ("symlink", "abs-symlink"):
+            bad.type, bad.linkname = tarfile.SYMTYPE, "../../../etc" if kind == "symlink" else "/etc"
+        elif kind == "hardlink":
+            bad.type, bad.linkname = tarfile.LNKTYPE, "../../etc/passwd"
+        else:
+            bad.size = 4
+        tar.addfile(bad, io.BytesIO(b"evil") if bad.isfile() else None)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["dotdot", "absolute", "symlink", "abs-symlink", "hardlink"])
+@pytest.mark.parametrize("filters", ["python", "by hand"])
+def test_lock_refuses_members_outside_the_bundle(tmp_path, monkeypatch, capsys, kind, filters):
+    """With Python's data filter, and by hand where Python has none (before 3.11.4): refused,
+    no lock, nothing written outside the scratch folder."""
+    if filters == "by hand":
+        monkeypatch.delattr(tarfile, "data_filter", raising=False)
+    elif not hasattr(tarfile, "data_filter"):
+        pytest.skip("this Python has no extraction filters")
+    tb = _escaping_tarball(tmp_path / "evil.tar.gz", kind)
+    out = tmp_path / "lock.json"
+    assert main(["bundle", "lock", str(tb), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    # A leading "/" is dropped, as Python's filter does: that member lands inside, and the
+    # tarball is then refused as no bundle.
+    want = "not an Intel offline installer" if kind == "absolute" else f"{tb}: cannot unpack: "
+    assert want in err and "\n" not in err
+    assert not out.exists()
+    assert not Path("/tmp/escaped.txt").exists() and not (tmp_path.parent / "escaped.txt").exists()

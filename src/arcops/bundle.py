@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import lzma
+import os
 import re
 import tarfile
 import tempfile
@@ -214,10 +215,39 @@ def _extract(tarball: Path, dest: Path) -> None:
                 )
             if not (info.isfile() or info.isdir() or info.issym() or info.islnk()):
                 raise BundleError(f"{tarball}: member {info.name} is a device or FIFO")
-        tar.extractall(dest, members=members, filter="data")
+        _extract_members(tar, dest, members)
         stream = tar.fileobj
         while stream is not None and stream.read(1 << 20):
             pass
+
+
+def _extract_members(tar: tarfile.TarFile, dest: Path, members: list[tarfile.TarInfo]) -> None:
+    """extractall with the "data" filter. Python before 3.11.4 (Debian 12 has 3.11.2) has no
+    filters: the same refusals are made by hand there, before anything is written. Either way a
+    refusal is a TarError, which make_lock reports as "cannot unpack"."""
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(dest, members=members, filter="data")
+        return
+    root = os.path.realpath(dest)
+
+    def inside(path: str) -> bool:
+        return os.path.commonpath([root, os.path.realpath(path)]) == root
+
+    for info in members:
+        info.name = info.name.lstrip("/")  # as the data filter does
+        target = os.path.join(root, info.name)
+        if not inside(target):
+            raise tarfile.TarError(f"member {info.name} lies outside the folder it unpacks into")
+        if info.issym() and (
+            os.path.isabs(info.linkname) or not inside(os.path.join(os.path.dirname(target), info.linkname))
+        ):
+            raise tarfile.TarError(f"member {info.name} links to {info.linkname}, outside the bundle")
+        if info.islnk() and (os.path.isabs(info.linkname) or not inside(os.path.join(root, info.linkname))):
+            raise tarfile.TarError(f"member {info.name} links to {info.linkname}, outside the bundle")
+        info.mode &= 0o755  # as the data filter: no setuid, setgid or world-writable files
+        info.uid = info.gid = 0
+        info.uname = info.gname = ""
+    tar.extractall(dest, members=members)
 
 
 def make_lock(tarball: str | Path, flavour: str, **scan_args) -> dict:
