@@ -16,6 +16,7 @@ import os
 import re
 import socket
 import struct
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from urllib.parse import quote, urlencode
@@ -23,6 +24,8 @@ from urllib.parse import quote, urlencode
 from .sysroot import SysRoot
 
 API_VERSION = "v1.41"
+# States a container passes through before its exit code is final (Docker's and podman's).
+_NOT_YET_EXITED = frozenset({"running", "paused", "restarting", "stopping", "removing"})
 DEFAULT_HOST = "unix:///var/run/docker.sock"
 # Multiplexed log stream (container without a TTY): 8-byte header, then the payload.
 # header = stream (0 stdin, 1 stdout, 2 stderr), 3 zero bytes, payload size (uint32 big-endian).
@@ -236,15 +239,23 @@ class Engine:
         )
         return status == 204
 
-    def wait(self, name: str) -> int:
-        """Block until the container is not running; its exit code."""
-        _, data = self._call("POST", f"/containers/{self._name(name)}/wait", timeout=None)
-        if not isinstance(data, dict):
-            raise DockerError(f"wait {name}: the engine sent no status")
-        error = data.get("Error")
-        if isinstance(error, dict) and error.get("Message"):
-            raise DockerError(f"wait {name}: {error['Message']}")
-        return int(data.get("StatusCode", -1))
+    def wait(self, name: str, interval: float = 0.5) -> int:
+        """Block until the container is not running; its exit code.
+
+        Asks inspect every `interval` seconds instead of calling the engine's wait endpoint:
+        podman's Docker API (4.3, Debian 12's) answers a wait by spinning a CPU core until the
+        container exits, which for a watched server is a core for as long as it serves.
+        """
+        while True:
+            info = self.inspect(name)
+            if info is None:
+                raise DockerError(f"wait {name}: no such container: {name}", 404)
+            state = info.get("State") if isinstance(info.get("State"), dict) else {}
+            # Podman says Running false while "stopping", before the exit code is known.
+            if not state.get("Running") and state.get("Status") not in _NOT_YET_EXITED:
+                code = state.get("ExitCode")
+                return code if isinstance(code, int) and not isinstance(code, bool) else -1
+            time.sleep(interval)
 
     def logs(self, name: str, since: float = 0, follow: bool = True, tty: bool | None = None) -> LogStream:
         """stdout and stderr lines logged at or after `since` (epoch seconds, fractions honoured).
