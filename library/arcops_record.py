@@ -36,7 +36,7 @@ RETURN = r"""
 written: {description: Files written (in check mode, to be written)., returned: always, type: list}
 """
 
-from ansible.module_utils.arcops.records import STAGES, RecordError, pending, write
+from ansible.module_utils.arcops.records import FACT_DIR, STAGES, RecordError, pending, write
 from ansible.module_utils.basic import AnsibleModule
 
 
@@ -46,7 +46,7 @@ def main():
             "stage": {"type": "str", "required": True, "choices": list(STAGES)},
             "record": {"type": "dict", "required": True},
             "state_dir": {"type": "path"},
-            "fact_dir": {"type": "path", "default": "/etc/ansible/facts.d"},
+            "fact_dir": {"type": "path", "default": FACT_DIR},
         },
         supports_check_mode=True,
     )

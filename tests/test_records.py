@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from arcops import status
-from arcops.records import STAGES, RecordError, pending, render, targets, write
+from arcops.records import FACT_DIR, STAGES, RecordError, pending, render, targets, write
 
 REPO = Path(__file__).resolve().parent.parent
 RECORDS = Path(__file__).parent / "fixtures" / "records" / "lab-box"
@@ -87,5 +87,7 @@ def test_link_or_folder_in_the_way_is_refused(tmp_path):
 
 def test_module_choices_and_status_read_the_same_table():
     doc = (REPO / "library" / "arcops_record.py").read_text().split('DOCUMENTATION = r"""')[1].split('"""')[0]
-    assert yaml.safe_load(doc)["options"]["stage"]["choices"] == list(STAGES)
+    options = yaml.safe_load(doc)["options"]
+    assert options["stage"]["choices"] == list(STAGES)
+    assert options["fact_dir"]["default"] == FACT_DIR
     assert status.STAGES is STAGES
