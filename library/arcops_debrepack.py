@@ -7,18 +7,15 @@ module: arcops_debrepack
 short_description: Repack .debs so their maintainer scripts run on noble's one-directory run-parts
 description:
   - For each package in O(packages), rewrites every run-parts call that passes several
-    directories into one call per directory, rebuilds the package with dpkg-deb under the same
-    name and version (marked with an C(Arcops-Repacked) control field) and writes it to O(dest)
-    with a report beside it. Packages that need no change are copied unchanged.
+    directories into one call per directory, writes the package again under the same name and
+    version with only its control archive rebuilt (marked with an C(Arcops-Repacked) control
+    field; the data archive is copied byte for byte) to O(dest), with a report beside it.
+    Packages that need no change are copied unchanged. The same input gives the same output.
   - A package already repacked from the same input (same sha256) is not repacked again.
   - In check mode nothing is written; the result says which packages would be repacked.
 options:
   packages: {description: Paths of the .debs on the host., type: list, elements: path, required: true}
   dest: {description: Folder for the output packages and their reports., type: path, required: true}
-  compressor:
-    description: Compressor for rebuilt packages; by default the one the input used.
-    type: str
-    choices: [xz, gzip, zstd, none]
 author: arcops
 """
 
@@ -53,7 +50,6 @@ def main():
         argument_spec={
             "packages": {"type": "list", "elements": "path", "required": True},
             "dest": {"type": "path", "required": True},
-            "compressor": {"type": "str", "choices": ["xz", "gzip", "zstd", "none"]},
         },
         supports_check_mode=True,
     )
@@ -65,7 +61,7 @@ def main():
             reports.append(done or {"input": deb, "status": "would check", "done_before": False})
         module.exit_json(changed=any(not r["done_before"] for r in reports), packages=reports)
     try:
-        reports = repack_all(packages, dest, module.params["compressor"])
+        reports = repack_all(packages, dest)
     except RepackError as e:
         module.fail_json(msg=str(e))
     module.exit_json(changed=any(not r["done_before"] for r in reports), packages=reports)

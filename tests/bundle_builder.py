@@ -6,7 +6,10 @@ headers; Level Zero, OpenCL, IGC, gmmlib) and firmware blobs with valid headers 
 GuC version. The packages install marker files only, so a container can install them.
 
     python3 tests/bundle_builder.py OUTDIR [--kernel-release R] [--guc 70.60.0] [--version V]
-prints the tarball's path.
+        [--kernel-deb DEB]... [--runtime-deb DEB]...
+prints the tarball's path. --runtime-deb ships a real package in gfxdrv/gpgpu instead of the
+synthetic one of the same name (the lab ships Debian's Level Zero loader and headers, as Intel's
+bundle ships its own, so llama.cpp's build finds them).
 """
 
 from __future__ import annotations
@@ -90,6 +93,12 @@ def kernel_packages(release: str) -> list[tuple[str, str, str, dict[str, str]]]:
     ]
 
 
+def _package_name(deb: Path) -> str:
+    return subprocess.run(
+        ["dpkg-deb", "--field", str(deb), "Package"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
 def build_bundle(
     out: Path,
     version: str = "26.18.8.2",
@@ -97,11 +106,14 @@ def build_bundle(
     guc: str = "70.60.0",
     huc: str = "8.2.10",
     kernel_debs: list[Path] | None = None,
+    runtime_debs: list[Path] | None = None,
 ) -> Path:
     """Write multi-arc-bmg-offline-installer-VERSION.tar.xz into `out`; return its path.
 
     kernel_debs: real kernel packages to ship instead of the synthetic ones (the VM tier boots them).
+    runtime_debs: real runtime packages, each instead of the synthetic package of its name.
     """
+    real = {_package_name(deb): deb for deb in runtime_debs or []}
     out.mkdir(parents=True, exist_ok=True)
     name = f"multi-arc-bmg-offline-installer-{version}"
     with tempfile.TemporaryDirectory() as tmp:
@@ -124,9 +136,11 @@ def build_bundle(
                     build_deb(tree / "base", pkg, ver, arch, files)
             for folder, pkg, ver, arch in RUNTIME:
                 (tree / folder).mkdir(parents=True, exist_ok=True)
-                build_deb(
-                    tree / folder, pkg, ver, arch, {f"usr/share/doc/{pkg}/arcops-synthetic": f"{pkg} {ver}\n"}
-                )
+                if pkg not in real:
+                    marker = {f"usr/share/doc/{pkg}/arcops-synthetic": f"{pkg} {ver}\n"}
+                    build_deb(tree / folder, pkg, ver, arch, marker)
+            for deb in real.values():
+                shutil.copy(deb, tree / "gfxdrv" / "gpgpu")
         fw = top / "firmware"
         fw.mkdir()
         (fw / "bmg_guc_70.bin").write_bytes(css_blob(guc))
@@ -147,8 +161,20 @@ def main() -> None:
     parser.add_argument("--kernel-release", default="6.17.0-1009-intel")
     parser.add_argument("--guc", default="70.60.0")
     parser.add_argument("--kernel-deb", type=Path, action="append", help="ship this real kernel .deb instead")
+    parser.add_argument(
+        "--runtime-deb", type=Path, action="append", help="ship this real runtime .deb (gfxdrv/gpgpu) instead"
+    )
     args = parser.parse_args()
-    print(build_bundle(args.out, args.version, args.kernel_release, args.guc, kernel_debs=args.kernel_deb))
+    print(
+        build_bundle(
+            args.out,
+            args.version,
+            args.kernel_release,
+            args.guc,
+            kernel_debs=args.kernel_deb,
+            runtime_debs=args.runtime_deb,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -4,8 +4,10 @@ built here with Ubuntu's template scripts."""
 
 from __future__ import annotations
 
+import io
 import shutil
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ import pytest
 from arcops import cli
 from arcops.checksum import sha256_file
 from arcops.debrepack import MARKER_FIELD, RepackError, repack, repack_all
-from arcops.debs import members
+from arcops.debs import layout, members
 
 from .debian_mirror import MirrorUnreachable, fetch_deb, unreachable
 from .kernel_debs import tiny_packages
@@ -60,7 +62,7 @@ def test_ubuntu_template_package_is_repacked_and_marked(ubuntu_style_deb, tmp_pa
     assert report["status"] == "repacked" and not report["done_before"]
     assert sorted(report["changes"]) == ["postinst", "postrm"]
     assert report["changes"]["postinst"][0]["in_heredoc"] and report["changes"]["postinst"][0]["line"] == 25
-    # Same identity, same files; marked with the source's sha256; compressor kept.
+    # Same identity, same files; marked with the source's sha256; compression kept.
     for field in ("Package", "Version", "Architecture"):
         assert _field(output, field) == _field(ubuntu_style_deb, field)
     assert _field(output, MARKER_FIELD) == report["marker"]
@@ -125,7 +127,7 @@ def test_bindeb_pkg_kernel_is_repacked(tmp_path):
     # Its linux-libc-dev has no maintainer scripts: copied as it is.
     unchanged = repack(libc, tmp_path / "out")
     assert unchanged["status"] == "unchanged" and sha256_file(unchanged["output"]) == sha256_file(libc)
-    report = repack(deb, tmp_path / "out", compressor="gzip")
+    report = repack(deb, tmp_path / "out")
     assert report["status"] == "repacked"
     assert set(report["changes"]) >= {"postinst"}
     for changes in report["changes"].values():
@@ -139,3 +141,44 @@ def test_bindeb_pkg_kernel_is_repacked(tmp_path):
     subprocess.run(["dpkg-deb", "--control", str(output), str(control)], check=True)
     for script in report["changes"]:
         subprocess.run(["dash", "-n", str(control / script)], check=True)
+
+
+def _member_bytes(deb: Path, prefix: str) -> bytes:
+    member = next(m for m in layout(deb) if m.name.startswith(prefix))
+    with open(deb, "rb") as f:
+        f.seek(member.offset)
+        return f.read(member.size)
+
+
+@pytest.mark.parametrize("compression", ["xz", "zstd", "gzip", "none"])
+def test_only_the_control_archive_changes(ubuntu_style_deb, tmp_path, compression):
+    """The data archive is the input's, byte for byte; the same input gives the same output;
+    the scripts keep their mode and owner; dpkg reads the result (zstd control: written as xz)."""
+    tree = tmp_path / "tree"
+    subprocess.run(["dpkg-deb", "--raw-extract", str(ubuntu_style_deb), str(tree)], check=True)
+    deb = tmp_path / f"in-{compression}" / ubuntu_style_deb.name
+    deb.parent.mkdir()
+    subprocess.run(
+        ["dpkg-deb", "--root-owner-group", f"-Z{compression}", "--build", str(tree), str(deb)],
+        check=True,
+        capture_output=True,
+    )
+    first, second = repack(deb, tmp_path / "a"), repack(deb, tmp_path / "b")
+    output = Path(first["output"])
+    assert first["status"] == "repacked" and first["sha256"] == second["sha256"]
+    assert _member_bytes(output, "data.tar") == _member_bytes(deb, "data.tar")
+    control = {
+        "xz": "control.tar.xz",
+        "zstd": "control.tar.xz",
+        "gzip": "control.tar.gz",
+        "none": "control.tar",
+    }
+    assert members(output)[:2] == ["debian-binary", control[compression]]
+    assert _contents(output) == _contents(deb)
+    listing = subprocess.run(
+        ["dpkg-deb", "--ctrl-tarfile", str(output)], capture_output=True, check=True
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(listing)) as tar:
+        postinst = tar.getmember("./postinst")
+    assert (postinst.mode, postinst.uid, postinst.gid) == (0o755, 0, 0)
+    assert _field(output, MARKER_FIELD).startswith("format 2; 2 run-parts call(s) split")

@@ -153,7 +153,7 @@ def _cmd_boot_entry(args: argparse.Namespace) -> int:
 
 def _cmd_debrepack(args: argparse.Namespace) -> int:
     try:
-        reports = debrepack.repack_all(args.debs, args.output, args.compressor)
+        reports = debrepack.repack_all(args.debs, args.output)
     except debrepack.RepackError as e:
         print(f"arcops: {e}", file=sys.stderr)
         return 2
@@ -375,11 +375,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("debs", nargs="+", metavar="IN.deb")
     p.add_argument(
         "-o", "--output", required=True, metavar="OUTDIR", help="where the packages and reports go"
-    )
-    p.add_argument(
-        "--compressor",
-        choices=["xz", "gzip", "zstd", "none"],
-        help="for rebuilt packages (default: as the input)",
     )
     p.add_argument("--json", action="store_true", help="print the reports as JSON")
     p.set_defaults(func=_cmd_debrepack)

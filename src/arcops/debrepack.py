@@ -1,24 +1,42 @@
 """Repack .debs whose maintainer scripts call run-parts with several directories.
 
 For each package: read its control archive, split every multi-directory run-parts call
-(runparts_split), and when something changed rebuild it with dpkg-deb under the same name,
-version and architecture, with a control field that marks it repacked and names the
-original's sha256. A package that needs no change is copied byte for byte. Each output gets
-a report beside it (OUT.deb.debrepack.json), which is also how a re-run knows the work is done.
+(runparts_split), and when something changed write it again under the same name, version and
+architecture with a new control archive only: the rewritten scripts and a control field that
+marks it repacked and names the original's sha256. Every other ar member, the data archive
+above all, is copied byte for byte (a kernel's modules are never decompressed or recompressed,
+and dpkg installs the very files the kernel's builder shipped). The same input always gives the
+same output bytes. A package that needs no change is copied whole. Each output gets a report
+beside it (OUT.deb.debrepack.json), which is also how a re-run knows the work is done.
 """
 
 from __future__ import annotations
 
+import copy
+import gzip
+import io
 import json
+import lzma
 import os
 import shutil
 import subprocess
+import tarfile
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .checksum import sha256_file
-from .debs import DebError, check_data, control_fields, control_files, members
+from .debs import (
+    AR_HEADER,
+    AR_MAGIC,
+    DebError,
+    Member,
+    check_data,
+    control_fields,
+    control_files,
+    control_tar,
+    layout,
+)
 from .outputs import OutputError, output_dir, write_atomic
 from .runparts_split import rewrite
 from .shellscan import ShellSyntaxError
@@ -27,7 +45,11 @@ MARKER_FIELD = "Arcops-Repacked"
 MAINTAINER_SCRIPTS = ("preinst", "postinst", "prerm", "postrm", "config")
 REPORT_SUFFIX = ".debrepack.json"
 # Format of the report and marker; bump when the rewrite changes, so old outputs are redone.
-REPACK_FORMAT = 1
+# 2: only the control archive is rebuilt; the data archive is the original's, byte for byte.
+REPACK_FORMAT = 2
+# The control archive is written with the original's compression where the standard library
+# has it; zstd (Ubuntu's default) it does not, and dpkg reads any mix of xz and zstd members.
+_CONTROL_COMPRESSION = {".xz": ".xz", ".gz": ".gz", ".tar": "", ".zst": ".xz"}
 
 
 class RepackError(ValueError):
@@ -49,14 +71,11 @@ def _is_script(name: str, data: bytes) -> bool:
     return name in MAINTAINER_SCRIPTS and data.startswith(b"#!") and b"sh" in data.split(b"\n", 1)[0]
 
 
-def _check_syntax(script: Path) -> None:
-    shell = "bash" if b"bash" in script.read_bytes().split(b"\n", 1)[0] else "sh"
-    _run([shell, "-n", str(script)], f"{script.name}: the rewritten script does not parse")
-
-
-def _data_compressor(deb: Path) -> str:
-    data = next((m for m in members(deb) if m.startswith("data.tar")), "data.tar.xz")
-    return {".xz": "xz", ".gz": "gzip", ".zst": "zstd", ".tar": "none"}.get(Path(data).suffix, "xz")
+def _check_syntax(name: str, script: bytes, work: Path) -> None:
+    path = work / name
+    path.write_bytes(script)
+    shell = "bash" if b"bash" in script.split(b"\n", 1)[0] else "sh"
+    _run([shell, "-n", str(path)], f"{name}: the rewritten script does not parse")
 
 
 def _marker(source_sha256: str, changes: int) -> str:
@@ -85,23 +104,78 @@ def _rewrite_scripts(deb: Path) -> tuple[dict[str, bytes], dict[str, list[dict]]
     return new, changed
 
 
-def _replace_file(path: Path, data: bytes) -> None:
-    """Write a fresh file at path: whatever stood there (a link above all) is removed, not followed."""
-    if path.is_symlink() or path.exists():
-        if path.is_dir() and not path.is_symlink():
-            raise RepackError(f"{path}: is a folder, expected a file")
-        path.unlink()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o755)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-
-
-def _add_marker(control: Path, value: str) -> None:
-    text = control.read_bytes().decode("utf-8", "surrogateescape")
+def _with_marker(control: bytes, value: str) -> bytes:
+    text = control.decode("utf-8", "surrogateescape")
     lines = [ln for ln in text.splitlines() if not ln.startswith(f"{MARKER_FIELD}:")]
-    new = "\n".join(lines) + f"\n{MARKER_FIELD}: {value}\n"
-    _replace_file(control, new.encode("utf-8", "surrogateescape"))
-    control.chmod(0o644)
+    return ("\n".join(lines) + f"\n{MARKER_FIELD}: {value}\n").encode("utf-8", "surrogateescape")
+
+
+def _control_archive(raw: bytes, replaced: dict[str, bytes]) -> bytes:
+    """The control tar with the replaced files' new contents; every member's name, mode, owner
+    and mtime, and every other member, as in the original."""
+    out = io.BytesIO()
+    with (
+        tarfile.open(fileobj=io.BytesIO(raw), mode="r:") as src,
+        tarfile.open(fileobj=out, mode="w:", format=tarfile.GNU_FORMAT) as dst,
+    ):
+        for info in src:
+            data = replaced.get(info.name.removeprefix("./")) if info.isreg() else None
+            if data is None:
+                dst.addfile(info, src.extractfile(info) if info.isreg() else None)
+            else:
+                new = copy.copy(info)
+                new.size = len(data)
+                dst.addfile(new, io.BytesIO(data))
+    return out.getvalue()
+
+
+def _compress(tar: bytes, suffix: str) -> bytes:
+    if suffix == ".xz":
+        return lzma.compress(tar, format=lzma.FORMAT_XZ)
+    if suffix == ".gz":
+        return gzip.compress(tar, mtime=0)
+    return tar
+
+
+def _ar_member(name: str, data: bytes, like: bytes) -> bytes:
+    """An ar member: its header keeps the original control header's mtime, owner and mode."""
+    header = name.encode("ascii").ljust(16) + like[16:48] + str(len(data)).encode().ljust(10) + b"`\n"
+    return header + data + (b"\n" if len(data) % 2 else b"")
+
+
+def _copy_member(src, dst, member: Member) -> None:
+    """One ar member of the original, header, data and pad byte, as it is."""
+    src.seek(member.offset - AR_HEADER)
+    left = AR_HEADER + member.size
+    while left:
+        chunk = src.read(min(left, 2**20))
+        if not chunk:
+            raise RepackError(f"{src.name}: changed while it was being repacked")
+        dst.write(chunk)
+        left -= len(chunk)
+    if member.size % 2:
+        dst.write(b"\n")
+
+
+def _write_repacked(deb: Path, partial: Path, replaced: dict[str, bytes]) -> None:
+    """deb with a new control archive (replaced files) and its other members copied as they are."""
+    try:
+        parts = layout(deb)
+        raw = control_tar(deb)
+    except DebError as e:
+        raise RepackError(str(e)) from e
+    control = parts[1]
+    suffix = _CONTROL_COMPRESSION.get(Path(control.name).suffix, ".xz")
+    name = "control.tar" + suffix
+    with open(deb, "rb") as src, open(partial, "wb") as dst:
+        src.seek(control.offset - AR_HEADER)
+        like = src.read(AR_HEADER)
+        dst.write(AR_MAGIC)
+        for member in parts:
+            if member is control:
+                dst.write(_ar_member(name, _compress(_control_archive(raw, replaced), suffix), like))
+            else:
+                _copy_member(src, dst, member)
 
 
 def _identity(deb: Path) -> dict[str, str]:
@@ -124,7 +198,6 @@ class _Plan:
     previous: dict | None  # an intact earlier result: nothing to do
     new_scripts: dict[str, bytes] = field(default_factory=dict)
     changes: dict[str, list[dict]] = field(default_factory=dict)
-    unpacked_bytes: int = 0
 
 
 def _plan(deb: Path, outdir: Path) -> _Plan:
@@ -134,34 +207,34 @@ def _plan(deb: Path, outdir: Path) -> _Plan:
     if plan.previous is None:
         plan.new_scripts, plan.changes = _rewrite_scripts(deb)
         try:
-            # Copied unchanged, it must at least unpack; repacked, its tree must fit.
-            plan.unpacked_bytes = check_data(deb)
+            # Its data archive is copied as it is, so it must at least unpack: a corrupt one is
+            # refused here, before any output is written, not half-way through an install.
+            check_data(deb)
         except DebError as e:
             raise RepackError(str(e)) from e
     return plan
 
 
 def _check_room(plans: list[_Plan], outdir: Path) -> None:
-    """A repack unpacks one tree at a time and writes each output: all of it must fit."""
+    """Every output is about its input's size (only the small control archive changes): all of
+    them must fit."""
     pending = [p for p in plans if p.previous is None]
     if not pending:
         return
-    tree = max((p.unpacked_bytes for p in pending if p.changes), default=0)
-    need = tree + sum(p.deb.stat().st_size for p in pending)
+    need = sum(p.deb.stat().st_size for p in pending) + 2**20
     free = shutil.disk_usage(outdir if outdir.exists() else outdir.parent).free
     if need > free:
         raise RepackError(
-            f"{outdir}: needs {need / 2**20:.1f} MiB free to unpack and rebuild the packages,"
-            f" has {free / 2**20:.1f} MiB"
+            f"{outdir}: needs {need / 2**20:.1f} MiB free to write the packages, has {free / 2**20:.1f} MiB"
         )
 
 
-def repack(deb: str | Path, outdir: str | Path, compressor: str | None = None) -> dict:
+def repack(deb: str | Path, outdir: str | Path) -> dict:
     """Repack (or copy) one .deb into OUTDIR; returns its report. Skips work already done."""
-    return repack_all([deb], outdir, compressor)[0]
+    return repack_all([deb], outdir)[0]
 
 
-def _write(plan: _Plan, outdir: Path, compressor: str | None) -> dict:
+def _write(plan: _Plan, outdir: Path) -> dict:
     if plan.previous is not None:
         return plan.previous
     deb, changes = plan.deb, plan.changes
@@ -170,25 +243,10 @@ def _write(plan: _Plan, outdir: Path, compressor: str | None) -> dict:
     with tempfile.TemporaryDirectory(prefix="debrepack-", dir=outdir) as tmp:
         partial = Path(tmp) / deb.name
         if changes:
-            tree = Path(tmp) / "tree"
-            _run(["dpkg-deb", "--raw-extract", str(deb), str(tree)], f"{deb}: cannot unpack it")
             for name, data in plan.new_scripts.items():
-                _replace_file(tree / "DEBIAN" / name, data)
-                _check_syntax(tree / "DEBIAN" / name)
-            _add_marker(tree / "DEBIAN" / "control", marker)
-            # Level 1: a repacked package is installed once on this box; at dpkg-deb's default
-            # level a kernel package takes minutes to compress.
-            build = [
-                "dpkg-deb",
-                f"-Z{compressor or _data_compressor(deb)}",
-                "-z1",
-                "--build",
-                str(tree),
-                str(partial),
-            ]
-            if os.geteuid() != 0:
-                build.insert(1, "--root-owner-group")  # raw-extract kept no owners without root
-            _run(build, f"{deb}: dpkg-deb could not rebuild it")
+                _check_syntax(name, data, Path(tmp))
+            control = control_files(deb)["control"]
+            _write_repacked(deb, partial, {**plan.new_scripts, "control": _with_marker(control, marker)})
         else:
             shutil.copyfile(deb, partial)
         os.replace(partial, output)
@@ -224,7 +282,7 @@ def previous_report(output: Path, source_sha256: str) -> dict | None:
     return {**report, "done_before": True} if intact else None
 
 
-def repack_all(debs: list[str | Path], outdir: str | Path, compressor: str | None = None) -> list[dict]:
+def repack_all(debs: list[str | Path], outdir: str | Path) -> list[dict]:
     """Repack several packages. Every input is read and every rewrite decided before the first
     output is written: a bad package among good ones leaves the output folder as it was."""
     paths = [Path(deb) for deb in debs]
@@ -238,4 +296,4 @@ def repack_all(debs: list[str | Path], outdir: str | Path, compressor: str | Non
         output_dir(out)
     except OutputError as e:
         raise RepackError(str(e)) from e
-    return [_write(plan, out, compressor) for plan in plans]
+    return [_write(plan, out) for plan in plans]

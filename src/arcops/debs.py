@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 AR_MAGIC = b"!<arch>\n"
-_HEADER = 60
+AR_HEADER = 60
 # A control archive holds a few small text files; anything larger is not a package we repack.
 CONTROL_MAX_BYTES = 64 * 2**20
 CONTROL_MAX_MEMBERS = 1000
@@ -57,14 +57,14 @@ def layout(deb: str | Path) -> list[Member]:
             raise DebError(f"{deb}: not a valid .deb: not an ar archive")
         pos = 8
         while pos < total:
-            header = f.read(_HEADER)
-            if len(header) < _HEADER or header[58:60] != b"`\n":
+            header = f.read(AR_HEADER)
+            if len(header) < AR_HEADER or header[58:60] != b"`\n":
                 raise DebError(f"{deb}: not a valid .deb: bytes after the last member at offset {pos}")
             raw_name, raw_size = header[:16].strip().rstrip(b"/"), header[48:58].strip()
             if not raw_name.isascii() or not raw_name or not raw_size.isdigit():  # bytes: ASCII digits
                 raise DebError(f"{deb}: not a valid .deb: unreadable member header at offset {pos}")
             name, size = raw_name.decode("ascii"), int(raw_size)
-            data = pos + _HEADER
+            data = pos + AR_HEADER
             if data + size > total:
                 raise DebError(
                     f"{deb}: truncated: member {name} needs {size} bytes, the file has {total - data}"
@@ -156,14 +156,19 @@ def check_data(deb: str | Path) -> int:
     return total
 
 
+def control_tar(deb: str | Path) -> bytes:
+    """The control archive as an uncompressed tar (whatever its compression in the .deb)."""
+    control = layout(deb)[1]
+    if control.size > CONTROL_MAX_BYTES:  # refused before dpkg-deb unpacks it into memory
+        raise DebError(f"{deb}: control archive is {control.size} bytes, more than {CONTROL_MAX_BYTES}")
+    return _dpkg_deb(["--ctrl-tarfile"], deb).stdout
+
+
 def control_files(deb: str | Path) -> dict[str, bytes]:
     """The control archive's files by name, as bytes. Only plain files at its top are allowed:
     a symlink, hard link, device, FIFO or folder in a control archive is refused, so nothing
     written later can land outside the caller's work folder."""
-    control = layout(deb)[1]
-    if control.size > CONTROL_MAX_BYTES:  # refused before dpkg-deb unpacks it into memory
-        raise DebError(f"{deb}: control archive is {control.size} bytes, more than {CONTROL_MAX_BYTES}")
-    raw = _dpkg_deb(["--ctrl-tarfile"], deb).stdout
+    raw = control_tar(deb)
     files: dict[str, bytes] = {}
     total = 0
     try:

@@ -40,6 +40,7 @@ USER_VARS: dict[str, tuple[str, str]] = {
     "arcops_lab_subnet": ("str", "that network's subnet (the boxes' fixed addresses are in it)"),
     "arcops_lab_gateway": ("str", "this machine's address on that network (vLLM publishes there)"),
     "arcops_lab_vllm_dir": ("path", "the lab's vLLM folder: engine socket, image archive, models"),
+    "arcops_lab_llama_dir": ("path", "the lab's llama.cpp folder: oneAPI stand-in, mirror, model"),
 }
 # Set by arcops itself during a run (facts), never by a user: not typos.
 RUN_FACTS = frozenset({"preflight_passed"})
