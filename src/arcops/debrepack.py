@@ -82,9 +82,10 @@ def _marker(source_sha256: str, changes: int) -> str:
     return f"format {REPACK_FORMAT}; {changes} run-parts call(s) split; source sha256 {source_sha256}"
 
 
-def _rewrite_scripts(deb: Path) -> tuple[dict[str, bytes], dict[str, list[dict]]]:
-    """(new script bytes, changes) per maintainer script that changed. Scripts are read as bytes
-    and decoded with surrogateescape: text that is not UTF-8 passes through unchanged."""
+def _rewrite_scripts(deb: Path) -> tuple[dict[str, bytes], dict[str, list[dict]], bytes]:
+    """(new script bytes, changes) per maintainer script that changed, and the control file.
+    Scripts are read as bytes and decoded with surrogateescape: text that is not UTF-8 passes
+    through unchanged."""
     try:
         control = control_files(deb)
     except DebError as e:
@@ -101,7 +102,7 @@ def _rewrite_scripts(deb: Path) -> tuple[dict[str, bytes], dict[str, list[dict]]
         if changes:
             new[name] = text.encode("utf-8", "surrogateescape")
             changed[name] = [c.as_dict() for c in changes]
-    return new, changed
+    return new, changed, control.get("control", b"")
 
 
 def _with_marker(control: bytes, value: str) -> bytes:
@@ -198,6 +199,7 @@ class _Plan:
     previous: dict | None  # an intact earlier result: nothing to do
     new_scripts: dict[str, bytes] = field(default_factory=dict)
     changes: dict[str, list[dict]] = field(default_factory=dict)
+    control: bytes = b""  # the control file as read, for the marked copy
 
 
 def _plan(deb: Path, outdir: Path) -> _Plan:
@@ -205,7 +207,7 @@ def _plan(deb: Path, outdir: Path) -> _Plan:
     source_sha256 = sha256_file(deb)
     plan = _Plan(deb, fields, source_sha256, previous_report(outdir / deb.name, source_sha256))
     if plan.previous is None:
-        plan.new_scripts, plan.changes = _rewrite_scripts(deb)
+        plan.new_scripts, plan.changes, plan.control = _rewrite_scripts(deb)
         try:
             # Its data archive is copied as it is, so it must at least unpack: a corrupt one is
             # refused here, before any output is written, not half-way through an install.
@@ -245,8 +247,7 @@ def _write(plan: _Plan, outdir: Path) -> dict:
         if changes:
             for name, data in plan.new_scripts.items():
                 _check_syntax(name, data, Path(tmp))
-            control = control_files(deb)["control"]
-            _write_repacked(deb, partial, {**plan.new_scripts, "control": _with_marker(control, marker)})
+            _write_repacked(deb, partial, {**plan.new_scripts, "control": _with_marker(plan.control, marker)})
         else:
             shutil.copyfile(deb, partial)
         os.replace(partial, output)
