@@ -72,6 +72,21 @@ def test_ubuntu_template_package_is_repacked_and_marked(ubuntu_style_deb, tmp_pa
     assert Path(str(output) + ".debrepack.json").is_file()
 
 
+def test_the_control_archive_is_read_once(ubuntu_style_deb, tmp_path, monkeypatch):
+    from arcops import debs
+
+    calls = []
+    real = debs._dpkg_deb
+
+    def counted(args, deb, **kwargs):
+        calls.append(args)
+        return real(args, deb, **kwargs)
+
+    monkeypatch.setattr(debs, "_dpkg_deb", counted)
+    assert repack(ubuntu_style_deb, tmp_path / "out")["status"] == "repacked"
+    assert calls.count(["--ctrl-tarfile"]) == 1
+
+
 def test_second_run_does_nothing(ubuntu_style_deb, tmp_path):
     first = repack(ubuntu_style_deb, tmp_path / "out")
     mtime = Path(first["output"]).stat().st_mtime_ns

@@ -82,12 +82,12 @@ def _marker(source_sha256: str, changes: int) -> str:
     return f"format {REPACK_FORMAT}; {changes} run-parts call(s) split; source sha256 {source_sha256}"
 
 
-def _rewrite_scripts(deb: Path) -> tuple[dict[str, bytes], dict[str, list[dict]], bytes]:
-    """(new script bytes, changes) per maintainer script that changed, and the control file.
-    Scripts are read as bytes and decoded with surrogateescape: text that is not UTF-8 passes
-    through unchanged."""
+def _rewrite_scripts(deb: Path, raw: bytes) -> tuple[dict[str, bytes], dict[str, list[dict]], bytes]:
+    """(new script bytes, changes) per maintainer script that changed, and the control file, from
+    the control tar RAW. Scripts are read as bytes and decoded with surrogateescape: text that
+    is not UTF-8 passes through unchanged."""
     try:
-        control = control_files(deb)
+        control = control_files(deb, raw)
     except DebError as e:
         raise RepackError(str(e)) from e
     new: dict[str, bytes] = {}
@@ -158,11 +158,11 @@ def _copy_member(src, dst, member: Member) -> None:
         dst.write(b"\n")
 
 
-def _write_repacked(deb: Path, partial: Path, replaced: dict[str, bytes]) -> None:
-    """deb with a new control archive (replaced files) and its other members copied as they are."""
+def _write_repacked(deb: Path, partial: Path, raw: bytes, replaced: dict[str, bytes]) -> None:
+    """deb with a new control archive (its control tar RAW with the replaced files) and its other
+    members copied as they are."""
     try:
         parts = layout(deb)
-        raw = control_tar(deb)
     except DebError as e:
         raise RepackError(str(e)) from e
     control = parts[1]
@@ -200,6 +200,7 @@ class _Plan:
     new_scripts: dict[str, bytes] = field(default_factory=dict)
     changes: dict[str, list[dict]] = field(default_factory=dict)
     control: bytes = b""  # the control file as read, for the marked copy
+    control_tar: bytes = b""  # the control archive as read, rebuilt with the new scripts
 
 
 def _plan(deb: Path, outdir: Path) -> _Plan:
@@ -207,7 +208,11 @@ def _plan(deb: Path, outdir: Path) -> _Plan:
     source_sha256 = sha256_file(deb)
     plan = _Plan(deb, fields, source_sha256, previous_report(outdir / deb.name, source_sha256))
     if plan.previous is None:
-        plan.new_scripts, plan.changes, plan.control = _rewrite_scripts(deb)
+        try:
+            plan.control_tar = control_tar(deb)
+        except DebError as e:
+            raise RepackError(str(e)) from e
+        plan.new_scripts, plan.changes, plan.control = _rewrite_scripts(deb, plan.control_tar)
         try:
             # Its data archive is copied as it is, so it must at least unpack: a corrupt one is
             # refused here, before any output is written, not half-way through an install.
@@ -247,7 +252,8 @@ def _write(plan: _Plan, outdir: Path) -> dict:
         if changes:
             for name, data in plan.new_scripts.items():
                 _check_syntax(name, data, Path(tmp))
-            _write_repacked(deb, partial, {**plan.new_scripts, "control": _with_marker(plan.control, marker)})
+            replaced = {**plan.new_scripts, "control": _with_marker(plan.control, marker)}
+            _write_repacked(deb, partial, plan.control_tar, replaced)
         else:
             shutil.copyfile(deb, partial)
         os.replace(partial, output)

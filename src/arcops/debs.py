@@ -164,11 +164,13 @@ def control_tar(deb: str | Path) -> bytes:
     return _dpkg_deb(["--ctrl-tarfile"], deb).stdout
 
 
-def control_files(deb: str | Path) -> dict[str, bytes]:
-    """The control archive's files by name, as bytes. Only plain files at its top are allowed:
-    a symlink, hard link, device, FIFO or folder in a control archive is refused, so nothing
-    written later can land outside the caller's work folder."""
-    raw = control_tar(deb)
+def control_files(deb: str | Path, raw: bytes | None = None) -> dict[str, bytes]:
+    """The control archive's files by name, as bytes (from RAW, deb's control_tar, when the
+    caller has read it already). Only plain files at its top are allowed: a symlink, hard link,
+    device, FIFO or folder in a control archive is refused, so nothing written later can land
+    outside the caller's work folder."""
+    if raw is None:
+        raw = control_tar(deb)
     files: dict[str, bytes] = {}
     total = 0
     try:
