@@ -10,7 +10,8 @@ description:
     against the fleet-wide table in arcops.user_vars and each role's argument_specs, defaults
     and vars under O(roles_dir), and the names its tasks register or set while they run. An
     unknown name is refused with the closest known one.
-  - Runs on the control node (delegate_to localhost), where the roles are. Never changes anything.
+  - Runs on the control node, where the roles are; in-process through the action plugin of the
+    same name (plugins/action), or as a module with delegate_to localhost. Never changes anything.
 options:
   variables:
     description:
@@ -52,24 +53,8 @@ problems:
   elements: str
 """
 
-from pathlib import Path
-
-from ansible.module_utils.arcops.user_vars import check, placeholder_problem, roles_variables
+from ansible.module_utils.arcops.user_vars import inventory_problems
 from ansible.module_utils.basic import AnsibleModule
-
-
-def _yaml(path: Path):
-    """The parsed file, or None when it does not parse (only names matter here)."""
-    import yaml
-
-    class Loader(yaml.SafeLoader):  # !vault and other tags
-        pass
-
-    Loader.add_multi_constructor("", lambda loader, suffix, node: None)
-    try:
-        return yaml.load(path.read_text(encoding="utf-8"), Loader=Loader)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return None
 
 
 def main():
@@ -83,16 +68,13 @@ def main():
         },
         supports_check_mode=True,
     )
-    roles = Path(module.params["roles_dir"])
-    if not roles.is_dir():
-        module.fail_json(msg=f"roles_dir: {roles} is not a folder")
-    role_vars = roles_variables(roles, _yaml)
-    prefixes = ["arcops_", *(f"{name}_" for name in role_vars)]
     p = module.params
-    problems = check(p["variables"], role_vars, prefixes)
-    if p["host"]:
-        placeholder = placeholder_problem(p["host"], p["address"] or p["host"], p["connection"])
-        problems += [placeholder] if placeholder else []
+    try:
+        problems = inventory_problems(
+            p["variables"], p["roles_dir"], p["host"], p["address"], p["connection"]
+        )
+    except ValueError as e:
+        module.fail_json(msg=str(e))
     if problems:
         module.fail_json(msg="inventory variables:\n- " + "\n- ".join(problems), problems=problems)
     module.exit_json(changed=False, problems=[])

@@ -81,8 +81,6 @@ def test_every_roles_run_time_names_are_found_in_its_tasks():
     import yaml
 
     roles = user_vars.roles_variables(REPO / "roles", lambda path: yaml.safe_load(path.read_text()))
-    assert {"preflight_problems", "preflight_warnings", "preflight_gpus", "preflight_bundle_stat"} <= set(
-        roles["preflight"]
-    )
+    assert {"preflight_problems", "preflight_warnings", "preflight_gpus"} <= set(roles["preflight"])
     assert roles["vllm_service"]["vllm_service_port"] == "int"  # from its argument_specs
     assert roles["preflight"]["preflight_user_var_pattern"] == "str"

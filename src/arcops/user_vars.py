@@ -31,6 +31,7 @@ USER_VARS: dict[str, tuple[str, str]] = {
     "arcops_allow_low_ram": ("bool", "run a vLLM profile below its RAM requirement anyway"),
     "arcops_disk_requirements": ("list", "free space per path: [{path, gib, why}]"),
     "arcops_inference_services": ("list", "units stopped before a reboot"),
+    "arcops_full_run": ("bool", "run every task of every stage, even on a box its seal says is converged"),
     # The lab's own (inventories/lab).
     "arcops_lab_hardware": ("str", "the lab's simulated hardware tree"),
     "arcops_lab_cache": ("path", "where the lab keeps its built artefacts"),
@@ -193,3 +194,39 @@ def placeholder_problem(host: str, address: str, connection: str) -> str | None:
         f"host {host} ({address}) is a placeholder from the example inventory: list your own boxes "
         "in hosts.yml (the name, or ansible_host with its address)"
     )
+
+
+def load_yaml_lenient(path: Path) -> object:
+    """The parsed file, or None when it does not parse (only names matter here). Control node
+    only: it needs PyYAML, which Ansible brings."""
+    import yaml
+
+    class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when built; !vault and other tags
+        pass
+
+    Loader.add_multi_constructor("", lambda loader, suffix, node: None)
+    try:
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=Loader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+
+
+def inventory_problems(
+    variables: Mapping[str, object],
+    roles_dir: str | Path,
+    host: str | None = None,
+    address: str | None = None,
+    connection: str = "ssh",
+    load_yaml: Callable[[Path], object] = load_yaml_lenient,
+) -> list[str]:
+    """Every problem with the inventory's arcops and role variables (names, types) and with the
+    host itself (an example placeholder), one line each."""
+    roles = Path(roles_dir)
+    if not roles.is_dir():
+        raise ValueError(f"roles_dir: {roles} is not a folder")
+    role_vars = roles_variables(roles, load_yaml)
+    problems = check(variables, role_vars, ["arcops_", *(f"{name}_" for name in role_vars)])
+    if host:
+        placeholder = placeholder_problem(host, address or host, connection)
+        problems += [placeholder] if placeholder else []
+    return problems

@@ -1,0 +1,113 @@
+#!/usr/bin/python
+"""Ansible adapter over arcops.seal: is the stage converged (check), seal it (write), drop it."""
+
+DOCUMENTATION = r"""
+---
+module: arcops_seal
+short_description: Tell whether a stage is still as its last full run left it, and seal a full run
+description:
+  - C(check) compares O(inputs) with the inputs of the sealed run and reads the box again for
+    everything the seal's witness names (files by sha256, mode and owner; packages by version
+    and dpkg selection; systemd units by state; users; the running kernel; the GPUs' driver and
+    loaded GuC; containers by id and image). Returns C(converged) and, when not, C(reasons).
+  - C(write) reads the box for O(witness) and stores the seal (seal.json in O(state_dir)),
+    atomically; an identical seal is left alone.
+  - C(absent) removes the seal (after a rollback the next run must take the full path).
+  - Never changes anything but seal.json; supports check mode (C(write) and C(absent) then only
+    report whether they would change it).
+options:
+  state_dir: {description: The stage's state folder (where seal.json lives)., type: path, required: true}
+  action:
+    description: What to do.
+    type: str
+    choices: [check, write, absent]
+    default: check
+  inputs:
+    description:
+      - Everything the stage's outcome depends on (its variables, hashes of the code and of the
+        control-node files they name). Only its sha256 is stored. Required for C(check) and C(write).
+    type: raw
+  witness:
+    description:
+      - For C(write), what to read on the box; keys are kinds, each optional.
+      - C(files) (paths or glob patterns), C(packages), C(units), C(users) (lists of names),
+        C(kernel) (true), C(gpus) (the root to read the GPUs under), C(containers)
+        (C(names) and C(docker_host)).
+    type: dict
+    default: {}
+  full_run:
+    description: C(check) says not converged, whatever the box looks like (a full run on request).
+    type: bool
+    default: false
+author: arcops
+"""
+
+EXAMPLES = r"""
+- name: Check whether the box is as the last full run left it
+  arcops_seal:
+    state_dir: /var/lib/arcops/intel_stack
+    inputs: {vars: {intel_stack_guc_version: 70.60.0}, code: 3f2a...}
+  register: intel_stack_seal
+
+- name: Seal this run
+  arcops_seal:
+    state_dir: /var/lib/arcops/intel_stack
+    action: write
+    inputs: {vars: {intel_stack_guc_version: 70.60.0}, code: 3f2a...}
+    witness:
+      files: [/etc/apt/preferences.d/arcops-intel-stack.pref, /lib/firmware/xe/*]
+      packages: [intel-opencl-icd]
+      kernel: true
+"""
+
+RETURN = r"""
+converged:
+  description: (check) The box is as the sealed run left it, for the same inputs.
+  returned: always
+  type: bool
+reasons:
+  description: (check) What differs; empty when converged.
+  returned: always
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.arcops import seal
+from ansible.module_utils.basic import AnsibleModule
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "state_dir": {"type": "path", "required": True},
+            "action": {"type": "str", "choices": ["check", "write", "absent"], "default": "check"},
+            "inputs": {"type": "raw"},
+            "witness": {"type": "dict", "default": {}},
+            "full_run": {"type": "bool", "default": False},
+        },
+        required_if=[("action", "check", ["inputs"]), ("action", "write", ["inputs"])],
+        supports_check_mode=True,
+    )
+    p = module.params
+    state_dir = p["state_dir"]
+    try:
+        if p["action"] == "check":
+            reasons = ["a full run was asked for (arcops_full_run)"] if p["full_run"] else []
+            reasons = reasons or seal.check(state_dir, p["inputs"])
+            module.exit_json(changed=False, converged=not reasons, reasons=reasons)
+        if p["action"] == "absent":
+            there = seal.path(state_dir).exists()
+            if there and not module.check_mode:
+                seal.remove(state_dir)
+            module.exit_json(changed=there, converged=False, reasons=[])
+        new = seal.make(p["inputs"], p["witness"])
+        changed = seal.differs(state_dir, new)
+        if changed and not module.check_mode:
+            seal.write(state_dir, new)
+        module.exit_json(changed=changed, converged=False, reasons=[])
+    except (seal.SealError, OSError) as e:
+        module.fail_json(msg=str(e))
+
+
+if __name__ == "__main__":
+    main()

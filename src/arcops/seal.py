@@ -1,0 +1,304 @@
+"""A stage's seal: proof that a box is still exactly as a full, verified run of the stage left it.
+
+A stage writes its seal (seal.json in its state folder) as the last step of a run that changed,
+verified and recorded everything. The seal holds a sha256 of each input the run was given
+(the role's variables, the small control-node files they name and the code that acted on them)
+and a witness: what the run left on the box, read back from the box itself (files by sha256,
+mode and owner; dpkg packages by version and selection; systemd units by state; users; the
+running kernel; the GPUs' driver and loaded GuC; containers by id and image).
+
+A later run reads the box again. Same inputs and the same witness: the stage is converged and
+ends after this one check, instead of re-asking the box task by task. Anything else (other
+inputs, new code, a file edited, a package unheld, a unit stopped, another kernel) and the run
+takes the full path, which repairs and re-verifies, and seals again.
+
+Stdlib only: it runs on the box inside the arcops_seal module.
+"""
+
+from __future__ import annotations
+
+import glob
+import grp
+import hashlib
+import json
+import os
+import pwd
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from . import facts
+from .checksum import sha256_file
+from .docker_api import DockerError, Engine
+from .outputs import write_atomic
+from .sysroot import SysRoot
+
+SEAL_FILE = "seal.json"
+FORMAT = 2
+DPKG_STATUS = "/var/lib/dpkg/status"
+# The witness kinds, in the order they are read; each reads the box for the names given.
+KINDS = ("files", "packages", "units", "users", "kernel", "gpus", "containers")
+
+
+class SealError(ValueError):
+    """A witness spec that cannot be read: unknown kind, wrong type."""
+
+
+def _sha256(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def inputs_digest(inputs: Any) -> dict[str, str]:
+    """A sha256 per input, two levels deep ("vars.intel_stack_guc_version", "code"), so a
+    check can name what changed without any value being stored."""
+    if not isinstance(inputs, dict):
+        return {"": _sha256(inputs)}
+    out = {}
+    for key, value in inputs.items():
+        if isinstance(value, dict) and value:
+            out.update({f"{key}.{k}": _sha256(v) for k, v in value.items()})
+        else:
+            out[str(key)] = _sha256(value)
+    return out
+
+
+def _file(path: str) -> str:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return "missing"
+    owner = f"{st.st_mode & 0o7777:04o} {st.st_uid}:{st.st_gid}"
+    if os.path.islink(path):
+        return f"link {os.readlink(path)}"
+    if os.path.isdir(path):
+        return f"dir {owner}"
+    try:
+        return f"{sha256_file(path)} {owner}"
+    except OSError as e:
+        return f"unreadable ({e.strerror})"
+
+
+def read_files(patterns: list[str]) -> dict[str, str]:
+    """Each path (a glob pattern names every match; no match is recorded as missing)."""
+    out: dict[str, str] = {}
+    for pattern in patterns:
+        matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+        for path in matches or [pattern]:
+            out[path] = _file(path)
+    return out
+
+
+def read_packages(names: list[str], status_file: str = DPKG_STATUS) -> dict[str, str]:
+    """'VERSION SELECTION' per package from dpkg's status file (one streaming pass), or
+    'not installed'."""
+    wanted = set(names)
+    found: dict[str, str] = {}
+    name = version = status = None
+
+    def flush() -> None:
+        if name in wanted and status and status.endswith(" installed"):
+            found[name] = f"{version} {status.split()[0]}"
+
+    try:
+        with open(status_file, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line == "\n":
+                    flush()
+                    name = version = status = None
+                elif line.startswith("Package: "):
+                    name = line[9:].strip()
+                elif line.startswith("Status: "):
+                    status = line[8:].strip()
+                elif line.startswith("Version: "):
+                    version = line[9:].strip()
+            flush()
+    except OSError:
+        pass
+    return {n: found.get(n, "not installed") for n in names}
+
+
+def read_units(names: list[str]) -> dict[str, str]:
+    """'ACTIVE ENABLED' per unit, from one systemctl call."""
+    if not names:
+        return {}
+    try:
+        done = subprocess.run(
+            ["systemctl", "show", "--property=Id,ActiveState,UnitFileState", "--", *names],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {n: f"unreadable ({e})" for n in names}
+    blocks = [b for b in done.stdout.split("\n\n") if b.strip()]
+    out = {}
+    for unit, block in zip(names, blocks + [""] * len(names), strict=False):
+        props = dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
+        out[unit] = f"{props.get('ActiveState', '?')} {props.get('UnitFileState', '') or '-'}"
+    return out
+
+
+def read_users(names: list[str]) -> dict[str, str]:
+    """'UID:GID HOME SHELL groups=a,b' per user, or 'missing'."""
+    out = {}
+    for name in names:
+        try:
+            p = pwd.getpwnam(name)
+        except KeyError:
+            out[name] = "missing"
+            continue
+        groups = sorted(g.gr_name for g in grp.getgrall() if name in g.gr_mem)
+        out[name] = f"{p.pw_uid}:{p.pw_gid} {p.pw_dir} {p.pw_shell} groups={','.join(groups)}"
+    return out
+
+
+def read_kernel(_: Any = None) -> str:
+    return os.uname().release
+
+
+def read_gpus(root: str) -> list[dict]:
+    """Every Arc GPU's address, driver, render node and loaded GuC (arcops.facts, no journal)."""
+    found = facts.collect(SysRoot(root), read_journal=False)["gpus"]
+    keep = ("address", "model", "driver", "render", "guc_loaded")
+    return [{k: g.get(k) for k in keep} for g in found if g.get("model")]
+
+
+def read_containers(spec: dict) -> dict[str, str]:
+    """'CONTAINER_ID IMAGE_ID' per container name, through the Docker Engine API."""
+    names = spec.get("names") or []
+    try:
+        engine = Engine(spec.get("docker_host"), timeout=15)
+        out = {}
+        for name in names:
+            info = engine.inspect(name)
+            out[name] = "missing" if info is None else f"{info.get('Id')} {info.get('Image')}"
+        return out
+    except (DockerError, OSError) as e:
+        return {n: f"unreadable ({e})" for n in names}
+
+
+def _check_spec(witness: Any) -> dict:
+    if not isinstance(witness, dict):
+        raise SealError(f"witness: must be a mapping, got {type(witness).__name__}")
+    unknown = sorted(set(witness) - set(KINDS))
+    if unknown:
+        raise SealError(f"witness: unknown kind(s) {', '.join(unknown)} (known: {', '.join(KINDS)})")
+    for kind in ("files", "packages", "units", "users"):
+        value = witness.get(kind, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise SealError(f"witness.{kind}: must be a list of names")
+    if "gpus" in witness and not isinstance(witness["gpus"], str):
+        raise SealError("witness.gpus: must be the root to read GPUs under (a path)")
+    if "containers" in witness and not isinstance(witness["containers"], dict):
+        raise SealError("witness.containers: must be a mapping with names and docker_host")
+    return witness
+
+
+def read(witness: Any) -> dict:
+    """Read the box for every kind the witness spec names."""
+    spec = _check_spec(witness)
+    readers = {
+        "files": read_files,
+        "packages": read_packages,
+        "units": read_units,
+        "users": read_users,
+        "kernel": read_kernel,
+        "gpus": read_gpus,
+        "containers": read_containers,
+    }
+    out: dict[str, Any] = {"spec": spec}
+    for kind in KINDS:
+        if kind in spec and spec[kind] not in (None, False, "", [], {}):
+            out[kind] = readers[kind](spec[kind])
+    return out
+
+
+def make(inputs: Any, witness: Any) -> dict:
+    """The seal for these inputs, with the box read now."""
+    return {"format": FORMAT, "inputs": inputs_digest(inputs), "witness": read(witness)}
+
+
+def path(state_dir: str) -> Path:
+    return Path(state_dir) / SEAL_FILE
+
+
+def load(state_dir: str) -> dict | None:
+    """The stored seal, or None (none yet, or not one this version wrote)."""
+    try:
+        seal = json.loads(path(state_dir).read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(seal, dict) or seal.get("format") != FORMAT:
+        return None
+    if not isinstance(seal.get("inputs"), dict) or not isinstance(seal.get("witness"), dict):
+        return None
+    if "spec" not in seal["witness"]:
+        return None
+    return seal
+
+
+def _diff(kind: str, was: Any, now: Any) -> list[str]:
+    if isinstance(was, dict) and isinstance(now, dict):
+        return [
+            f"{kind} {key}: {was.get(key, 'absent')} -> {now.get(key, 'absent')}"
+            for key in sorted(set(was) | set(now))
+            if was.get(key) != now.get(key)
+        ]
+    return [] if was == now else [f"{kind}: {json.dumps(was)} -> {json.dumps(now)}"]
+
+
+def check(state_dir: str, inputs: Any) -> list[str]:
+    """Why the box is not converged for these inputs; empty when it is."""
+    seal = load(state_dir)
+    if seal is None:
+        return [f"no seal in {state_dir} (no full run has finished here yet)"]
+    was, now_inputs = seal["inputs"], inputs_digest(inputs)
+    changed = sorted(k for k in set(was) | set(now_inputs) if was.get(k) != now_inputs.get(k))
+    if changed:
+        shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
+        return [f"inputs differ from the sealed run: {shown}"]
+    spec = seal["witness"]["spec"]
+    if isinstance(spec, dict) and isinstance(seal["witness"].get("files"), dict):
+        # A sealed file a glob no longer matches (deleted) is read, and reported, as missing.
+        spec = {**spec, "files": [*spec.get("files", []), *seal["witness"]["files"]]}
+    try:
+        now = read(spec)
+    except SealError as e:
+        return [f"the seal's witness cannot be read ({e})"]
+    reasons: list[str] = []
+    for kind in KINDS:
+        reasons += _diff(kind, seal["witness"].get(kind), now.get(kind))
+    return reasons
+
+
+def render(seal: dict) -> str:
+    return json.dumps(seal, indent=2, sort_keys=True) + "\n"
+
+
+def differs(state_dir: str, seal: dict) -> bool:
+    """Whether storing SEAL would change seal.json."""
+    try:
+        return path(state_dir).read_text(encoding="utf-8") != render(seal)
+    except (OSError, UnicodeDecodeError):
+        return True
+
+
+def write(state_dir: str, seal: dict) -> bool:
+    """Store the seal; False when the same seal is there already."""
+    if not differs(state_dir, seal):
+        return False
+    target = path(state_dir)
+    os.makedirs(target.parent, mode=0o755, exist_ok=True)
+    write_atomic(target, render(seal))
+    return True
+
+
+def remove(state_dir: str) -> bool:
+    """Drop the seal (a rollback changed the box); False when there was none."""
+    try:
+        path(state_dir).unlink()
+        return True
+    except FileNotFoundError:
+        return False
