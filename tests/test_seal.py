@@ -199,3 +199,18 @@ def test_module_checks_writes_and_removes(box):
     bad = run_module("arcops_seal", f"{base} action=write inputs='{inputs}' witness='{{\"file\": []}}'")
     assert bad["failed"] and bad["msg"].startswith("witness: unknown kind(s) file")
     assert run_module("arcops_seal", f"{base} action=absent")["changed"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=300))
+def test_any_systemctl_output_parses(text):
+    def fake_run(argv, **kw):
+        return subprocess.CompletedProcess(argv, 0, text, "")
+
+    original = seal.subprocess.run
+    seal.subprocess.run = fake_run
+    try:
+        got = seal.read_units(["a.service", "b.service"])
+    finally:
+        seal.subprocess.run = original
+    assert set(got) == {"a.service", "b.service"} and all(isinstance(v, str) for v in got.values())
