@@ -214,3 +214,23 @@ def test_any_systemctl_output_parses(text):
     finally:
         seal.subprocess.run = original
     assert set(got) == {"a.service", "b.service"} and all(isinstance(v, str) for v in got.values())
+
+
+def test_fifos_and_links_are_never_opened(box):
+    """A FIFO where a file or the seal should be must not block the check (never a hang)."""
+    state, etc, witness = box
+    seal.write(str(state), seal.make(INPUTS, witness))
+    (etc / "pins.pref").unlink()
+    os.mkfifo(etc / "pins.pref")
+    reasons = seal.check(str(state), INPUTS)
+    assert len(reasons) == 1 and "not a file" in reasons[0]
+    fifo_status = etc / "status"
+    os.mkfifo(fifo_status)
+    assert seal.read_packages(["dash"], str(fifo_status)) == {"dash": "not installed"}
+    (state / seal.SEAL_FILE).unlink()
+    os.mkfifo(state / seal.SEAL_FILE)
+    assert seal.check(str(state), INPUTS)[0].startswith("no seal in")
+    assert seal.write(str(state), seal.make(INPUTS, witness)) is True  # replaced, not opened
+    (state / seal.SEAL_FILE).unlink()
+    (state / seal.SEAL_FILE).symlink_to(etc / "fw" / "bmg_huc.bin")
+    assert seal.load(str(state)) is None

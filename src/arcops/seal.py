@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import pwd
+import stat
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -69,14 +70,23 @@ def _file(path: str) -> str:
     except OSError:
         return "missing"
     owner = f"{st.st_mode & 0o7777:04o} {st.st_uid}:{st.st_gid}"
-    if os.path.islink(path):
+    if stat.S_ISLNK(st.st_mode):
         return f"link {os.readlink(path)}"
-    if os.path.isdir(path):
+    if stat.S_ISDIR(st.st_mode):
         return f"dir {owner}"
+    if not stat.S_ISREG(st.st_mode):  # a FIFO or device is never opened: reading it could block
+        return f"not a file (mode {st.st_mode:o}) {owner}"
     try:
         return f"{sha256_file(path)} {owner}"
     except OSError as e:
         return f"unreadable ({e.strerror})"
+
+
+def _regular(path: str | Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def read_files(patterns: list[str]) -> dict[str, str]:
@@ -100,6 +110,8 @@ def read_packages(names: list[str], status_file: str = DPKG_STATUS) -> dict[str,
         if name in wanted and status and status.endswith(" installed"):
             found[name] = f"{version} {status.split()[0]}"
 
+    if not _regular(status_file):
+        return {n: "not installed" for n in names}
     try:
         with open(status_file, encoding="utf-8", errors="replace") as f:
             for line in f:
@@ -225,7 +237,9 @@ def path(state_dir: str) -> Path:
 
 
 def load(state_dir: str) -> dict | None:
-    """The stored seal, or None (none yet, or not one this version wrote)."""
+    """The stored seal, or None (none yet, not a regular file, or not one this version wrote)."""
+    if not _regular(path(state_dir)):
+        return None
     try:
         seal = json.loads(path(state_dir).read_text(encoding="utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
@@ -278,7 +292,9 @@ def render(seal: dict) -> str:
 
 
 def differs(state_dir: str, seal: dict) -> bool:
-    """Whether storing SEAL would change seal.json."""
+    """Whether storing SEAL would change seal.json (anything but a regular file there does)."""
+    if not _regular(path(state_dir)):
+        return True
     try:
         return path(state_dir).read_text(encoding="utf-8") != render(seal)
     except (OSError, UnicodeDecodeError):
