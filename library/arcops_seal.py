@@ -35,10 +35,6 @@ options:
         (C(names) and C(docker_host)).
     type: dict
     default: {}
-  full_run:
-    description: C(check) says not converged, whatever the box looks like (a full run on request).
-    type: bool
-    default: false
 author: arcops
 """
 
@@ -83,7 +79,6 @@ def main():
             "action": {"type": "str", "choices": ["check", "write", "absent"], "default": "check"},
             "inputs": {"type": "raw"},
             "witness": {"type": "dict", "default": {}},
-            "full_run": {"type": "bool", "default": False},
         },
         required_if=[("action", "check", ["inputs"]), ("action", "write", ["inputs"])],
         supports_check_mode=True,
@@ -92,18 +87,13 @@ def main():
     state_dir = p["state_dir"]
     try:
         if p["action"] == "check":
-            reasons = ["a full run was asked for (arcops_full_run)"] if p["full_run"] else []
-            reasons = reasons or seal.check(state_dir, p["inputs"])
+            reasons = seal.check(state_dir, p["inputs"])
             module.exit_json(changed=False, converged=not reasons, reasons=reasons)
         if p["action"] == "absent":
-            there = seal.path(state_dir).exists()
-            if there and not module.check_mode:
-                seal.remove(state_dir)
-            module.exit_json(changed=there, converged=False, reasons=[])
+            changed = seal.path(state_dir).exists() if module.check_mode else seal.remove(state_dir)
+            module.exit_json(changed=changed, converged=False, reasons=[])
         new = seal.make(p["inputs"], p["witness"])
-        changed = seal.differs(state_dir, new)
-        if changed and not module.check_mode:
-            seal.write(state_dir, new)
+        changed = seal.differs(state_dir, new) if module.check_mode else seal.write(state_dir, new)
         module.exit_json(changed=changed, converged=False, reasons=[])
     except (seal.SealError, OSError) as e:
         module.fail_json(msg=str(e))

@@ -53,7 +53,7 @@ problems:
   elements: str
 """
 
-from ansible.module_utils.arcops.user_vars import inventory_problems
+from ansible.module_utils.arcops.user_vars import inventory_problems, problems_message
 from ansible.module_utils.basic import AnsibleModule
 
 
@@ -76,7 +76,7 @@ def main():
     except ValueError as e:
         module.fail_json(msg=str(e))
     if problems:
-        module.fail_json(msg="inventory variables:\n- " + "\n- ".join(problems), problems=problems)
+        module.fail_json(msg=problems_message(problems), problems=problems)
     module.exit_json(changed=False, problems=[])
 
 

@@ -191,8 +191,6 @@ def test_module_checks_writes_and_removes(box):
     assert run_module("arcops_seal", f"{base} action=write inputs='{inputs}' witness='{spec}'")["changed"]
     done = run_module("arcops_seal", f"{base} inputs='{inputs}'")
     assert done["converged"] is True and done["reasons"] == [] and not done["changed"]
-    forced = run_module("arcops_seal", f"{base} inputs='{inputs}' full_run=true")
-    assert forced["converged"] is False and "arcops_full_run" in forced["reasons"][0]
     (etc / "pins.pref").unlink()
     drift = run_module("arcops_seal", f"{base} inputs='{inputs}'")
     assert drift["converged"] is False and drift["reasons"][0].endswith("-> missing")

@@ -31,7 +31,7 @@ class ActionModule(ActionBase):
                 return {**result, "failed": True, "msg": f"{name}: required"}
         if str(SRC) not in sys.path:
             sys.path.insert(0, str(SRC))
-        from arcops.user_vars import inventory_problems
+        from arcops.user_vars import inventory_problems, problems_message
 
         try:
             problems = inventory_problems(
@@ -44,6 +44,5 @@ class ActionModule(ActionBase):
         except ValueError as e:
             return {**result, "failed": True, "msg": str(e)}
         if problems:
-            msg = "inventory variables:\n- " + "\n- ".join(problems)
-            return {**result, "failed": True, "msg": msg, "problems": problems}
+            return {**result, "failed": True, "msg": problems_message(problems), "problems": problems}
         return {**result, "changed": False, "problems": []}

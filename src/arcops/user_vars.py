@@ -230,3 +230,8 @@ def inventory_problems(
         placeholder = placeholder_problem(host, address or host, connection)
         problems += [placeholder] if placeholder else []
     return problems
+
+
+def problems_message(problems: list[str]) -> str:
+    """The one-message refusal both adapters (module, action plugin) fail with."""
+    return "inventory variables:\n- " + "\n- ".join(problems)
