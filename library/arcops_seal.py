@@ -12,6 +12,9 @@ description:
     loaded GuC; containers by id and image). Returns C(converged) and, when not, C(reasons).
   - C(write) reads the box for O(witness) and stores the seal (seal.json in O(state_dir)),
     atomically; an identical seal is left alone.
+  - Given O(surveyed) (every stage's seal as M(arcops_preflight) read it at the start of this
+    run), C(check) is answered on the control node from it and O(inputs), without reading the
+    box again (the action plugin of the same name does that).
   - C(absent) removes the seal (after a rollback the next run must take the full path).
   - Never changes anything but seal.json; supports check mode (C(write) and C(absent) then only
     report whether they would change it).
@@ -35,6 +38,14 @@ options:
         (C(names) and C(docker_host)).
     type: dict
     default: {}
+  surveyed:
+    description:
+      - The C(seal_survey) M(arcops_preflight) returned in this run (action plugin only, never
+        sent to the box). When it covers O(state_dir), the check is answered from it and the
+        inputs on the control node; otherwise the box is read.
+      - Only valid while nothing has changed the box since it was read (site.yml and the stage
+        playbooks run the stages right after preflight; a stage that takes its full path drops it).
+    type: dict
 author: arcops
 """
 
@@ -66,6 +77,11 @@ reasons:
   returned: always
   type: list
   elements: str
+source:
+  description: (check, through the action plugin) C(box) when the box was read, C(survey) when a
+    survey of this run answered.
+  returned: when checked through the action plugin
+  type: str
 """
 
 from ansible.module_utils.arcops import seal

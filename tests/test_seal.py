@@ -232,3 +232,98 @@ def test_fifos_and_links_are_never_opened(box):
     (state / seal.SEAL_FILE).unlink()
     (state / seal.SEAL_FILE).symlink_to(etc / "fw" / "bmg_huc.bin")
     assert seal.load(str(state)) is None
+
+
+def test_a_survey_answers_every_stage_as_the_box_would(box):
+    """preflight reads every seal once (survey); each stage's check from it says what check says."""
+    states, etc, witness = box
+    a, b = states / "intel_stack", states / "vllm_service"
+    seal.write(str(a), seal.make(INPUTS, witness))
+    seal.write(str(b), seal.make({**INPUTS, "stage": "vllm_service"}, {"files": [str(etc / "pins.pref")]}))
+    (states / "notes.txt").write_text("not a stage")  # neither a folder nor a seal: skipped
+    surveyed = seal.survey(str(states))
+    assert sorted(surveyed["seals"]) == [str(a), str(b)] and surveyed["dir"] == str(states)
+    assert seal.covers(surveyed, str(a)) and seal.covers(surveyed, f"{a}/")
+    assert not seal.covers(surveyed, "/var/lib/arcops/intel_stack") and not seal.covers({}, str(a))
+    assert seal.check_surveyed(surveyed, str(a), INPUTS) == seal.check(str(a), INPUTS) == []
+    other = {**INPUTS, "code": "cd" * 32}
+    assert seal.check_surveyed(surveyed, str(a), other) == seal.check(str(a), other)
+    assert seal.check_surveyed(surveyed, str(states / "llama_cpp_sycl"), INPUTS)[0].startswith("no seal in")
+    (etc / "pins.pref").write_text("edited by hand\n")
+    again = seal.survey(str(states))
+    for state, inputs in ((a, INPUTS), (b, {**INPUTS, "stage": "vllm_service"})):
+        reasons = seal.check_surveyed(again, str(state), inputs)
+        assert reasons == seal.check(str(state), inputs) and reasons[0].startswith(f"files {etc}/pins.pref: ")
+    assert seal.survey(str(states / "none")) == {"dir": str(states / "none"), "seals": {}}
+
+
+PLAY = """
+- hosts: localhost
+  gather_facts: false
+  vars:
+    inputs:
+      stage: intel_stack
+      vars: {count: 2, ratio: 0.94, on: true, none: null, name: "GuC 70.60.0 ü", ids: ["0xe211"],
+             deep: {a: [1, {b: 2}]}}
+      code: "{{ 'ab' * 32 }}"
+  tasks:
+    - name: Check
+      arcops_seal:
+        state_dir: "{{ state_dir }}"
+        action: "{{ action }}"
+        inputs: "{{ inputs | combine(extra | default({}), recursive=true) }}"
+        witness: "{{ witness }}"
+        surveyed: "{{ surveyed | default(omit) }}"
+      register: result
+"""
+
+
+@needs_ansible
+def test_the_action_plugin_answers_from_the_survey_on_the_control_node(box, tmp_path):
+    """Inputs templated on the control node hash as the module hashed them on the box (the same
+    seal reads converged both ways); a survey that does not cover the folder reads the box."""
+    states, etc, witness = box
+    state = states / "intel_stack"
+    play = tmp_path / "play.yml"
+    play.write_text(PLAY)
+
+    def run(action="check", **extra):
+        args = {"state_dir": str(state), "action": action, "witness": witness, **extra}
+        (tmp_path / "vars.json").write_text(json.dumps(args))
+        env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="json")
+        argv = [
+            shutil.which("ansible-playbook", path=os.path.dirname(sys.executable)),
+            str(play),
+            "-i",
+            "localhost,",
+        ]
+        argv += [
+            "-c",
+            "local",
+            "-e",
+            f"ansible_python_interpreter={sys.executable}",
+            "-e",
+            f"@{tmp_path / 'vars.json'}",
+        ]
+        done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+        return json.loads(done.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+
+    assert run("write")["changed"] is True
+    surveyed = seal.survey(str(states))
+    from_survey = run(surveyed=surveyed)
+    assert (from_survey["source"], from_survey["converged"], from_survey["changed"]) == (
+        "survey",
+        True,
+        False,
+    ), from_survey["reasons"]
+    changed = run(surveyed=surveyed, extra={"vars": {"deep": {"a": [1, {"b": 3}]}}})
+    assert changed["source"] == "survey" and changed["reasons"] == [
+        "inputs differ from the sealed run: vars.deep"
+    ]
+    elsewhere = run(surveyed={"dir": "/elsewhere", "seals": {}})
+    assert (elsewhere["source"], elsewhere["converged"]) == ("box", True)
+    (etc / "pins.pref").unlink()
+    drift = run(surveyed=seal.survey(str(states)))
+    assert drift["source"] == "survey" and drift["reasons"][0].endswith("-> missing")
+    bad = run(surveyed=["not", "a", "survey"])
+    assert bad["failed"] and bad["msg"] == "surveyed: must be a survey (a mapping) or omitted"

@@ -18,6 +18,9 @@ from typing import Any
 from .outputs import write_atomic
 
 FACT_DIR = "/etc/ansible/facts.d"
+# Every stage's state folder is STATE_ROOT/<stage> by default (its *_state_dir variable); the
+# seals there are read together once per run (arcops.seal.survey).
+STATE_ROOT = "/var/lib/arcops"
 STATE_FILE = "state.json"
 # Stage -> its published record's file in FACT_DIR. preflight's predates the others' naming.
 STAGES = {

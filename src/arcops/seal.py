@@ -263,16 +263,18 @@ def _diff(kind: str, was: Any, now: Any) -> list[str]:
     return [] if was == now else [f"{kind}: {json.dumps(was)} -> {json.dumps(now)}"]
 
 
-def check(state_dir: str, inputs: Any) -> list[str]:
-    """Why the box is not converged for these inputs; empty when it is."""
-    seal = load(state_dir)
-    if seal is None:
-        return [f"no seal in {state_dir} (no full run has finished here yet)"]
-    was, now_inputs = seal["inputs"], inputs_digest(inputs)
-    changed = sorted(k for k in set(was) | set(now_inputs) if was.get(k) != now_inputs.get(k))
-    if changed:
-        shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
-        return [f"inputs differ from the sealed run: {shown}"]
+def inputs_reasons(sealed: dict, inputs: Any) -> list[str]:
+    """Which inputs differ from the sealed run's (by name, never by value)."""
+    now = inputs_digest(inputs)
+    changed = sorted(k for k in set(sealed) | set(now) if sealed.get(k) != now.get(k))
+    if not changed:
+        return []
+    shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
+    return [f"inputs differ from the sealed run: {shown}"]
+
+
+def witness_reasons(seal: dict) -> list[str]:
+    """What on the box differs from the seal's witness, read now."""
     spec = seal["witness"]["spec"]
     if isinstance(spec, dict) and isinstance(seal["witness"].get("files"), dict):
         # A sealed file a glob no longer matches (deleted) is read, and reported, as missing.
@@ -285,6 +287,52 @@ def check(state_dir: str, inputs: Any) -> list[str]:
     for kind in KINDS:
         reasons += _diff(kind, seal["witness"].get(kind), now.get(kind))
     return reasons
+
+
+def _no_seal(state_dir: str) -> list[str]:
+    return [f"no seal in {state_dir} (no full run has finished here yet)"]
+
+
+def check(state_dir: str, inputs: Any) -> list[str]:
+    """Why the box is not converged for these inputs; empty when it is."""
+    seal = load(state_dir)
+    if seal is None:
+        return _no_seal(state_dir)
+    return inputs_reasons(seal["inputs"], inputs) or witness_reasons(seal)
+
+
+def survey(seals_dir: str) -> dict:
+    """Every stage's seal below SEALS_DIR (SEALS_DIR/<stage>/seal.json) with its witness read
+    now: one read of the box that answers every stage's check of this run. Inputs are compared
+    later, by ``check_surveyed``, where they are known (the control node)."""
+    found = {}
+    try:
+        names = sorted(os.listdir(seals_dir))
+    except OSError:
+        names = []
+    for name in names:
+        state_dir = os.path.join(seals_dir, name)
+        seal = load(state_dir)
+        if seal is not None:
+            found[state_dir] = {"inputs": seal["inputs"], "drift": witness_reasons(seal)}
+    return {"dir": os.path.normpath(seals_dir), "seals": found}
+
+
+def covers(surveyed: Any, state_dir: str) -> bool:
+    """Whether a survey answers for STATE_DIR (it read that folder's parent)."""
+    return (
+        isinstance(surveyed, dict)
+        and isinstance(surveyed.get("seals"), dict)
+        and surveyed.get("dir") == os.path.dirname(os.path.normpath(state_dir))
+    )
+
+
+def check_surveyed(surveyed: dict, state_dir: str, inputs: Any) -> list[str]:
+    """``check`` from a survey of this run (no second read of the box)."""
+    entry = surveyed["seals"].get(os.path.normpath(state_dir))
+    if not isinstance(entry, dict):
+        return _no_seal(state_dir)
+    return inputs_reasons(entry.get("inputs") or {}, inputs) or list(entry.get("drift") or [])
 
 
 def render(seal: dict) -> str:

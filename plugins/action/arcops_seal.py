@@ -1,0 +1,56 @@
+"""Action plugin for arcops_seal: answer a stage's check from this run's survey when it can.
+
+A run reads the box once for every stage's seal (arcops_preflight, or the first check with
+survey=true). Each later check compares its inputs with the surveyed seal here, on the control
+node, instead of reading the box again: a converged site.yml then costs one box read for
+preflight and the seals together. Anything else (write, absent, a check the survey does not
+cover) runs the module as usual. The module (library/arcops_seal.py) documents the options.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+from ansible.module_utils.common.json import Direction, get_module_encoder
+from ansible.plugins.action import ActionBase
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        args = dict(self._task.args)
+        surveyed = args.pop("surveyed", None)
+        if surveyed is not None and not isinstance(surveyed, dict):
+            return {**result, "failed": True, "msg": "surveyed: must be a survey (a mapping) or omitted"}
+        if str(SRC) not in sys.path:
+            sys.path.insert(0, str(SRC))
+        from arcops import seal
+
+        state_dir = args.get("state_dir")
+        if (
+            args.get("action", "check") == "check"
+            and isinstance(state_dir, str)
+            and seal.covers(surveyed, state_dir)
+        ):
+            if "inputs" not in args:
+                return {**result, "failed": True, "msg": "inputs: required for check"}
+            # Hash what the module would have been sent, not the controller's objects: a YAML key
+            # `on` is True here and "true" on the box.
+            encoder = get_module_encoder("legacy", Direction.CONTROLLER_TO_MODULE)
+            inputs = json.loads(json.dumps(args["inputs"], cls=encoder))
+            reasons = seal.check_surveyed(surveyed, state_dir, inputs)
+            return {
+                **result,
+                "changed": False,
+                "converged": not reasons,
+                "reasons": reasons,
+                "source": "survey",
+            }
+        done = self._execute_module(module_name="arcops_seal", module_args=args, task_vars=task_vars)
+        if args.get("action", "check") == "check" and not done.get("failed"):
+            done["source"] = "box"
+        return {**result, **done}
