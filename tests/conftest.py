@@ -27,7 +27,9 @@ def pytest_collection_modifyitems(config, items):
 
     if os.environ.get("ARCOPS_ARC_HARDWARE") == "1":
         return
-    skip = pytest.mark.skip(reason="needs a real Arc box: run with ARCOPS_ARC_HARDWARE=1 there (README)")
+    skip = pytest.mark.skip(
+        reason="needs a real Arc box: run with ARCOPS_ARC_HARDWARE=1 there (docs/hardware-check.md)"
+    )
     for item in items:
         if "arc_hardware" in item.keywords:
             item.add_marker(skip)

@@ -93,7 +93,8 @@ def test_usage_errors_exit_2(probe, sycl_sdk, tmp_path, args, message):
 
 
 def arc_report(ze_mib=8, helper_mib=8, helper_path="level_zero", sycl_mib=4112, gtt_mib=0):
-    """A probe report in the shape the probe writes on a Level Zero GPU (field report's figures)."""
+    """A probe report in the shape the probe writes on a Level Zero GPU (figures of
+    docs/field-knowledge.md)."""
 
     def result(method, path, mib, gtt=0):
         return {

@@ -1,6 +1,6 @@
 """Checks that only a real dual-Arc box can pass. Skipped elsewhere; never faked.
 
-Run on the box (README, hardware check procedure): ARCOPS_ARC_HARDWARE=1 .venv/bin/pytest -m arc_hardware
+Run on the box (docs/hardware-check.md): ARCOPS_ARC_HARDWARE=1 .venv/bin/pytest -m arc_hardware
 """
 
 import os

@@ -190,14 +190,14 @@ def test_cli_reports_the_path_and_exit_codes(source, capsys):
 # Real llama.cpp: a git repository (bare or not) holding these commits, named by ARCOPS_LLAMA_CPP_GIT.
 REAL_GIT = os.environ.get("ARCOPS_LLAMA_CPP_GIT")
 REAL = {
-    "b8696": "69c28f1547c169902f62ca48bee75fb876c4d8e6",  # the field report's pin (2026-04-07)
+    "b8696": "69c28f1547c169902f62ca48bee75fb876c4d8e6",  # the measured pin (2026-04-07)
     "last-before-level-zero": "4c1c3ac09d6c0cd1176f307a14267e86dcf59998",  # 2026-05-13
     "level-zero-added": "9ed6e19b9d7e14a71a19622287b2dcd495a828b8",  # 2026-05-14, first option name
     "level-zero-api": "9724f664e803e70eb8d046a3fac411122ad42ff7",  # 2026-06-18, option renamed _API
 }
 needs_real = pytest.mark.skipif(
     not REAL_GIT,
-    reason="no llama.cpp checkout: set ARCOPS_LLAMA_CPP_GIT to a llama.cpp git repository (README, Tests)",
+    reason="no llama.cpp checkout: set ARCOPS_LLAMA_CPP_GIT to a llama.cpp git repository (docs/testing.md)",
 )
 
 
@@ -219,7 +219,7 @@ def test_real_b8696_gets_the_change(tmp_path):
     result = llama_source.apply(root, HELPER)
     assert (result.path, result.changed) == ("arcops", True)
     allocs = [f"{s.file.rsplit('/', 1)[1]}:{s.line}" for s in result.sites if s.kind == "alloc"]
-    # The field report's three sycl::malloc_device sites, and the reorder buffer's device sycl::malloc.
+    # The measured build's three sycl::malloc_device sites, and the reorder buffer's device sycl::malloc.
     assert allocs == ["ggml-sycl.cpp:659", "ggml-sycl.cpp:911", "ggml-sycl.cpp:1320", "ggml-sycl.cpp:3319"]
     assert len([s for s in result.sites if s.kind == "free"]) == 7
     assert result.files == [
@@ -274,7 +274,7 @@ def sdist_source(name, dest):
 
 
 def test_real_2025_tree_from_pypi_gets_the_change(tmp_path):
-    """llama-cpp-python 0.3.16's llama.cpp: the three sycl::malloc_device sites of the field report."""
+    """llama-cpp-python 0.3.16's llama.cpp: the three sycl::malloc_device sites of the measured build."""
     root = sdist_source("llama-cpp-python", tmp_path / "src")
     result = llama_source.apply(root, HELPER)
     assert (result.path, result.changed) == ("arcops", True)

@@ -1,4 +1,5 @@
-"""vllm_spec: the defaults reproduce the field report's docker run, and the guardrails refuse what hung.
+"""vllm_spec: the defaults reproduce the measured docker run (docs/field-knowledge.md), and the
+guardrails refuse what hung.
 
 tests/fixtures/vllm/report-docker-run.txt is the report's command, copied verbatim; the reproduction
 test parses it with shlex rather than restating its flags.
@@ -300,8 +301,8 @@ def test_all_reduce_is_appended_to_the_splitting_ops():
         (
             {"cudagraph_mode": "NONE"},
             64,
-            "cudagraph_mode 'NONE' does not capture graphs for profile graph_mtp: use PIECEWISE (as in the "
-            "field report), or profile compiled for no graphs",
+            "cudagraph_mode 'NONE' does not capture graphs for profile graph_mtp: use PIECEWISE "
+            "(as measured, docs/field-knowledge.md), or profile compiled for no graphs",
         ),
         (
             {"tool_call_parser": None},

@@ -365,7 +365,7 @@ def test_a_devcoredump_from_before_is_saved_and_freed_first(tmp_path):
 
 
 def test_a_hang_without_devcoredump(tmp_path):
-    # "Some resets never produce one" (the field report).
+    # Some resets never produce one (docs/field-knowledge.md).
     h = Harness(tmp_path, [[("kernel", RESET_29), ("sleep", 30)], ready_script()])
     assert h.run() == 0
     assert h.report["attempts"][0]["devcoredumps"] == []

@@ -1,9 +1,10 @@
 """Typed vllm_service settings -> the exact container spec the vllm_service role deploys.
 
 One function decides every flag, mount and environment variable, so the role, the CLI and the tests
-agree on what runs. The defaults reproduce the field report's docker run on two Arc Pro B60s
+agree on what runs. The defaults reproduce the docker run measured on two Arc Pro B60s
 (graphs + MTP k=3, oneCCL thresholds, persisted compile and Triton caches); the guardrails refuse
-the settings that hung, stalled or soft-locked a host there. Stdlib only: shipped as module_utils.
+the settings that hung, stalled or soft-locked a host there (docs/field-knowledge.md).
+Stdlib only: shipped as module_utils.
 
 The API key is only ever tested for truthiness: it reaches vLLM as VLLM_API_KEY from a root-only
 env file the role writes, so it is in no spec, argv, log or error message.
@@ -26,8 +27,9 @@ CONTAINER_PORT = 8000
 MODELS_DIR = "/models"
 PREFIX = "vllm_service_"
 
-# The field report's splitting ops, in its order. vllm::all_reduce must stay: without the splitting
-# ops the all-reduce landed inside the compiled graph and the output was garbage.
+# The measured run's splitting ops, in its order (docs/field-knowledge.md). vllm::all_reduce must
+# stay: without the splitting ops the all-reduce landed inside the compiled graph and the output
+# was garbage.
 SPLITTING_OPS = [
     "vllm::unified_attention_with_output",
     "vllm::unified_mla_attention_with_output",
@@ -354,7 +356,9 @@ def _check_service(s: dict, bad: set[str], problems: list[str]) -> str:
         )
     ipc = s["ipc"]
     if ipc not in _IPC and not (ipc.startswith("container:") and len(ipc) > len("container:")):
-        problems.append(f"ipc '{ipc}' is not a docker IPC mode: use host (as in the field report)")
+        problems.append(
+            f"ipc '{ipc}' is not a docker IPC mode: use host (as measured, docs/field-knowledge.md)"
+        )
     if not _SHM_RE.fullmatch(s["shm_size"]):
         problems.append(
             f"shm_size '{s['shm_size']}' is not a docker size: a positive number with an optional unit "
@@ -400,7 +404,8 @@ def _check_engine(s: dict, problems: list[str]) -> None:
         problems.append(f"num_speculative_tokens {k} must be 0 (no MTP) or more")
     if s["multiproc_method"] not in ("spawn", "fork"):
         problems.append(
-            f"multiproc_method '{s['multiproc_method']}' must be spawn (as in the field report) or fork"
+            f"multiproc_method '{s['multiproc_method']}' must be spawn "
+            "(as measured, docs/field-knowledge.md) or fork"
         )
     if s["enable_auto_tool_choice"] and s["tool_call_parser"] is None:
         problems.append(
@@ -430,7 +435,7 @@ def _check_profile(s: dict, problems: list[str]) -> list[int] | None:
     if s["cudagraph_mode"] not in CUDAGRAPH_MODES or s["cudagraph_mode"] == "NONE":
         problems.append(
             f"cudagraph_mode '{s['cudagraph_mode']}' does not capture graphs for profile graph_mtp: "
-            "use PIECEWISE (as in the field report), or profile compiled for no graphs"
+            "use PIECEWISE (as measured, docs/field-knowledge.md), or profile compiled for no graphs"
         )
     if not s["splitting_ops"]:
         problems.append(
@@ -501,7 +506,7 @@ def _json(value: object) -> str:
 
 
 def _argv(s: dict, sizes: list[int] | None) -> list[str]:
-    """vLLM's arguments in the field report's order; a null or false setting leaves its flag out."""
+    """vLLM's arguments in the measured run's order; a null or false setting leaves its flag out."""
     argv = [f"{MODELS_DIR}/{s['model']}"]
 
     def opt(flag: str, key: str) -> None:
@@ -521,7 +526,7 @@ def _argv(s: dict, sizes: list[int] | None) -> list[str]:
     if s["enable_prefix_caching"]:
         argv.append("--enable-prefix-caching")
     if s["num_speculative_tokens"] > 0:
-        # The drafter is always eager: the field report kept it out of the graphs.
+        # The drafter is always eager: the measured run kept it out of the graphs.
         spec = {
             "method": s["speculative_method"],
             "num_speculative_tokens": s["num_speculative_tokens"],
