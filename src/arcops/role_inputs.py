@@ -1,0 +1,239 @@
+"""Each role's input checks: every problem at once, by the variable's name, before the box changes.
+
+A role hands its variables to one ``arcops_inputs`` task (an action plugin: it runs on the
+control node, where the values and the files they name are), which fails with every problem in
+one message. The checks here are the roles' rules; a file given as ``{path | url, sha256}`` (a
+pinned file) is checked the same way for every role, and one on the control node is hashed
+there, before anything is copied or installed.
+
+Stdlib only (it is also shipped as module_utils for the arcops_inputs module).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+
+from .checksum import sha256_file
+
+SHA256 = re.compile(r"[0-9a-f]{64}")
+HTTP_URL = re.compile(r"^https?://")
+NOTHING_CHANGED = "Nothing was changed."
+
+
+class InputsError(ValueError):
+    """A call this module cannot check: an unknown role, values that are not a mapping."""
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def pinned_file(
+    name: str, value: Any, *, label: str | None = None, file_suffix: str | None = None
+) -> list[str]:
+    """A pinned file's shape: exactly one of url (http or https) and path, a sha256, and, with
+    FILE_SUFFIX, a file name ending in it. LABEL is how problems name it (default NAME)."""
+    if not isinstance(value, dict) or not value:
+        return [f"{name} is empty: give {{path, sha256}} or {{url, sha256}}"]
+    url, path = value.get("url"), value.get("path")
+    where = label or name
+    out = []
+    if (url is None) == (path is None):
+        out.append(f"{where}: give exactly one of url, path")
+    elif url is not None and not (isinstance(url, str) and HTTP_URL.match(url)):
+        out.append(
+            f"{where}: {url} is not an http(s) URL" if label is None else f"{where}: not an http(s) URL"
+        )
+    elif file_suffix and not re.fullmatch(
+        r"[^/]+" + re.escape(file_suffix), os.path.basename(str(url or path))
+    ):
+        out.append(f"{where}: not a {file_suffix} file name")
+    if not (isinstance(value.get("sha256"), str) and SHA256.fullmatch(value["sha256"])):
+        out.append(f"{where}: sha256 must be 64 lowercase hex digits")
+    return out
+
+
+def local_file(value: Any) -> list[str]:
+    """A pinned file given by path is on the control node and has its sha256 (this runs there)."""
+    if not isinstance(value, dict) or not isinstance(value.get("path"), str):
+        return []
+    path, want = value["path"], value.get("sha256")
+    if not os.path.isfile(path):
+        return [f"{path}: no such file on the control node"]
+    try:
+        have = sha256_file(path)
+    except OSError as e:
+        return [f"{path}: cannot be read on the control node ({e.strerror})"]
+    return [] if have == want else [f"{path}: sha256 {have} differs from the one given ({want})"]
+
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+CMAKE_ARG = re.compile(r"^-D[A-Za-z_][A-Za-z0-9_]*(:[A-Z]+)?=")
+ROLE_CMAKE = re.compile(r"^-D(GGML_SYCL|CMAKE_C_COMPILER|CMAKE_CXX_COMPILER|CMAKE_INSTALL_PREFIX)(:[A-Z]+)?=")
+
+
+def _number(value: Any, kind: type = float) -> float | None:
+    try:
+        number = kind(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return None if number != number else number  # NaN is no number
+
+
+def llama_cpp_sycl(v: dict) -> list[str]:
+    """oneAPI version and file, apt source, the llama.cpp pin, CMake options, probe and server."""
+    out = []
+    version = v.get("llama_cpp_sycl_oneapi_version")
+    if not (isinstance(version, str) and re.fullmatch(r"[0-9]{4}[.][0-9]+[.][0-9]+", version)):
+        out.append(f"llama_cpp_sycl_oneapi_version must look like 2026.2.0 (got {_json(version)})")
+    apt = v.get("llama_cpp_sycl_oneapi_source") == "apt"
+    file_name = "llama_cpp_sycl_oneapi_apt_key" if apt else "llama_cpp_sycl_oneapi_installer"
+    out += pinned_file(file_name, v.get(file_name))
+    if apt:
+        if not re.match(r"^(https?:|file:)", str(v.get("llama_cpp_sycl_oneapi_apt_url", ""))):
+            out.append("llama_cpp_sycl_oneapi_apt_url must be an http(s) or file: URL")
+        if not v.get("llama_cpp_sycl_oneapi_apt_packages"):
+            out.append("llama_cpp_sycl_oneapi_apt_packages is empty")
+    if not v.get("llama_cpp_sycl_git_url"):
+        out.append("llama_cpp_sycl_git_url is empty")
+    pin = v.get("llama_cpp_sycl_version")
+    if pin in ("master", "main", "HEAD") or not (
+        isinstance(pin, str) and re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._/-]*", pin)
+    ):
+        out.append(f"llama_cpp_sycl_version must pin a tag or a commit (got {_json(pin)}): a branch moves")
+    for arg in v.get("llama_cpp_sycl_cmake_extra_args") or []:
+        if not (isinstance(arg, str) and CMAKE_ARG.match(arg)):
+            out.append(f"cmake argument {_json(arg)} is not -DNAME=VALUE")
+        elif ROLE_CMAKE.match(arg):
+            out.append(f"cmake argument {arg} is set by the role (SYCL on, icx/icpx, versioned prefix)")
+    if (_number(v.get("llama_cpp_sycl_build_jobs"), int) or 0) < 1:
+        out.append("llama_cpp_sycl_build_jobs must be at least 1")
+    if not (_number(v.get("llama_cpp_sycl_probe_gib")) or 0) > 0:
+        out.append("llama_cpp_sycl_probe_gib must be above 0")
+    if not 0 < (_number(v.get("llama_cpp_sycl_probe_max_host_ram_fraction")) or 0) < 1:
+        out.append("llama_cpp_sycl_probe_max_host_ram_fraction must be between 0 and 1")
+    if v.get("llama_cpp_sycl_server_enabled"):
+        if not re.match(r"^/.*[.]gguf$", str(v.get("llama_cpp_sycl_server_model", ""))):
+            out.append("llama_cpp_sycl_server_model must be the absolute path of a .gguf on the box")
+        if not 0 < (_number(v.get("llama_cpp_sycl_server_port"), int) or 0) < 65536:
+            out.append("llama_cpp_sycl_server_port must be 1-65535")
+        host = v.get("llama_cpp_sycl_server_host")
+        if host not in LOOPBACK and not v.get("llama_cpp_sycl_server_api_key"):
+            out.append(
+                f"llama-server would listen on {host} without an API key: set "
+                "llama_cpp_sycl_server_api_key (vaulted) or listen on 127.0.0.1"
+            )
+    return out or local_file(v.get(file_name))
+
+
+def mainline_kernel(v: dict) -> list[str]:
+    """The release, each package (url or path, a .deb name, sha256), unique names, GRUB."""
+    out = []
+    release = v.get("mainline_kernel_release")
+    if not (isinstance(release, str) and re.fullmatch(r"[0-9]+[.][0-9]+[0-9A-Za-z.+~_-]*", release)):
+        out.append(
+            "mainline_kernel_release must be the release the packages install, e.g. 7.2.0-070200-generic "
+            f"(got {_json(release)})"
+        )
+    packages = v.get("mainline_kernel_packages") or []
+    if not packages:
+        out.append("mainline_kernel_packages is empty")
+    names = []
+    for p in packages:
+        p = p if isinstance(p, dict) else {}
+        where = str(p.get("url") or p.get("path") or "")
+        label = where if (p.get("url") is None) != (p.get("path") is None) else _json(p)
+        out += pinned_file("mainline_kernel_packages", p, label=label, file_suffix=".deb")
+        names.append(os.path.basename(where))
+    if len(set(names)) != len(names):
+        out.append("two packages have the same file name")
+    if v.get("mainline_kernel_make_default") and v.get("mainline_kernel_bootloader") == "none":
+        out.append("mainline_kernel_make_default needs the GRUB bootloader")
+    if out:
+        return out
+    return [problem for p in packages for problem in local_file(p)]
+
+
+def vllm_service(v: dict) -> list[str]:
+    """The engine pin, the pinned files (engine key, image archive, py-spy wheel), the image's
+    digest when pulled, the watchdog. The container's settings are arcops.vllm_spec's."""
+    out = []
+    source = v.get("vllm_service_docker_source")
+    if source != "none" and not v.get("vllm_service_docker_version"):
+        out.append(
+            f"vllm_service_docker_version must name the exact {source} package version to install and hold"
+        )
+    archive = v.get("vllm_service_image_archive")
+    pinned = ["vllm_service_docker_repo_key"] if source == "docker_repo" else []
+    pinned += (["vllm_service_image_archive"] if archive else []) + ["vllm_service_py_spy_wheel"]
+    for name in pinned:
+        out += pinned_file(name, v.get(name))
+    digest = v.get("vllm_service_image_digest")
+    if not archive and not (isinstance(digest, str) and re.fullmatch(r"sha256:[0-9a-f]{64}", digest)):
+        out.append(
+            f"vllm_service_image_digest must be sha256:<64 hex> to pull {v.get('vllm_service_image')} "
+            "(or give vllm_service_image_archive)"
+        )
+    if not 1 <= (_number(v.get("vllm_service_watchdog_attempts"), int) or 0) <= 10:
+        out.append("vllm_service_watchdog_attempts must be 1 to 10")
+    if (_number(v.get("vllm_service_watchdog_start_timeout"), int) or 0) < 60:
+        out.append("vllm_service_watchdog_start_timeout must be at least 60 seconds")
+    if out:
+        return out
+    return [problem for name in pinned for problem in local_file(v.get(name))]
+
+
+def intel_stack(v: dict) -> list[str]:
+    """The bundle's lock is on the control node, pins the same kernel and GuC as the stack, and
+    the bundle there (a URL is checked when downloaded) is the locked one."""
+    from .bundle import BundleError, load_lock
+
+    lock_file, bundle = v.get("intel_stack_lock_file") or "", str(v.get("intel_stack_bundle") or "")
+    if not (lock_file and os.path.isfile(lock_file)):
+        return [
+            f"The bundle lock {lock_file or '(arcops_stack_lock is empty)'} is not a file on the control "
+            f"node: make it from the installer tarball with `arcops bundle lock {os.path.basename(bundle)} "
+            f"-o {lock_file or 'LOCK.json'}` and commit it to the inventory"
+        ]
+    try:
+        lock = load_lock(lock_file)
+    except BundleError as e:
+        return [str(e)]
+    gucs = sorted({fw["version"] for fw in lock["firmware"] if fw["kind"] == "GuC"})
+    kernel, guc = v.get("intel_stack_kernel_release"), v.get("intel_stack_guc_version")
+    if lock["kernel_release"] != kernel or gucs != [guc]:
+        return [
+            f"The bundle lock {lock_file} pins kernel {lock['kernel_release']} and GuC "
+            f"{', '.join(gucs) or 'none'}, but the stack pins kernel {kernel} and GuC {guc}. "
+            "Lock the bundle that carries the pinned stack"
+        ]
+    if HTTP_URL.match(bundle):
+        return []
+    found = local_file({"path": bundle, "sha256": lock["installer"]["sha256"]})
+    return [f.replace("differs from the one given", "differs from the lock") for f in found]
+
+
+CHECKS: dict[str, Callable[[dict], list[str]]] = {
+    "intel_stack": intel_stack,
+    "llama_cpp_sycl": llama_cpp_sycl,
+    "mainline_kernel": mainline_kernel,
+    "vllm_service": vllm_service,
+}
+
+
+def problems(role: str, values: Any) -> list[str]:
+    """Every problem with ROLE's VALUES (its variables by their names)."""
+    if role not in CHECKS:
+        raise InputsError(f"role: {role!r} has no input checks here (known: {', '.join(CHECKS)})")
+    if not isinstance(values, dict):
+        raise InputsError(f"values: must be a mapping of the role's variables, got {type(values).__name__}")
+    return CHECKS[role](values)
+
+
+def message(found: list[str]) -> str:
+    """The one refusal a role fails with."""
+    return "; ".join(found) + ". " + NOTHING_CHANGED
