@@ -15,11 +15,16 @@ description:
 options:
   variables:
     description:
-      - The variables to check, name to value. Messages name variables, never values.
+      - The variables to check, name to value (required, unless the action plugin is given
+        O(pattern)). Messages name variables, never values.
       - "Pass each value's shape, not a secret: an empty mapping or list for one, numbers and
         booleans as they are, any other string as a marker."
     type: dict
-    required: true
+  pattern:
+    description:
+      - Action plugin only, instead of O(variables) - a regular expression; the host's own
+        variables (inventory, facts, extra vars) whose names match it are checked, by their shape.
+    type: str
   roles_dir:
     description: The folder holding arcops' roles.
     type: path

@@ -84,3 +84,27 @@ def test_every_roles_run_time_names_are_found_in_its_tasks():
     assert {"preflight_problems", "preflight_warnings", "preflight_gpus"} <= set(roles["preflight"])
     assert roles["vllm_service"]["vllm_service_port"] == "int"  # from its argument_specs
     assert roles["preflight"]["preflight_user_var_pattern"] == "str"
+
+
+def test_only_shapes_of_the_matching_names_leave_the_play():
+    """A secret string becomes a marker; words a bool or int check needs stay as they are."""
+    host = {
+        "vllm_service_api_key": "s3cret",
+        "arcops_allow_reboot": "Yes",
+        "arcops_gpu_count": "-2",
+        "arcops_stack": {"kernel_release": "6.17"},
+        "arcops_inference_services": ("a", "b"),
+        "arcops_sysroot": None,
+        "ansible_host": "10.0.0.1",
+    }
+    pattern = r"^(arcops|vllm_service)_"
+    assert user_vars.shapes(host, pattern) == {
+        "vllm_service_api_key": "<a string>",
+        "arcops_allow_reboot": "Yes",
+        "arcops_gpu_count": "-2",
+        "arcops_stack": {},
+        "arcops_inference_services": [],
+        "arcops_sysroot": None,
+    }
+    with pytest.raises(ValueError, match=r"pattern: '\(' is not a regular expression"):
+        user_vars.shapes(host, "(")

@@ -2,7 +2,8 @@
 
 The check reads the roles on the control node and never touches the box, so shipping it as a
 module to a local Python per host only costs time (0.9 s of a 7 s no-op run). Same arguments,
-result and messages as the module (library/arcops_user_vars.py documents them).
+result and messages as the module (library/arcops_user_vars.py documents them); with
+`pattern` it reads the host's variables itself and passes on only their shapes.
 """
 
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 from ansible.plugins.action import ActionBase
 
 SRC = Path(__file__).resolve().parents[2] / "src"
-ARGS = {"variables": dict, "roles_dir": str, "host": str, "address": str, "connection": str}
+ARGS = {"variables": dict, "pattern": str, "roles_dir": str, "host": str, "address": str, "connection": str}
 
 
 class ActionModule(ActionBase):
@@ -26,14 +27,20 @@ class ActionModule(ActionBase):
                 return {**result, "failed": True, "msg": f"{name}: not an option of arcops_user_vars"}
             if value is not None and not isinstance(value, ARGS[name]):
                 return {**result, "failed": True, "msg": f"{name}: must be a {ARGS[name].__name__}"}
-        for name in ("variables", "roles_dir"):
-            if args.get(name) is None:
-                return {**result, "failed": True, "msg": f"{name}: required"}
+        if args.get("roles_dir") is None:
+            return {**result, "failed": True, "msg": "roles_dir: required"}
+        if (args.get("variables") is None) == (args.get("pattern") is None):
+            return {**result, "failed": True, "msg": "variables, pattern: give exactly one"}
         if str(SRC) not in sys.path:
             sys.path.insert(0, str(SRC))
-        from arcops.user_vars import inventory_problems, problems_message
+        from arcops.user_vars import inventory_problems, problems_message, shapes
 
         try:
+            if args.get("pattern") is not None:
+                # The host's inventory variables, facts and extra vars (not role defaults), each
+                # value templated as hostvars gives it; only shapes go further.
+                host_vars = task_vars["hostvars"][task_vars["inventory_hostname"]]
+                args["variables"] = shapes(host_vars, args["pattern"])
             problems = inventory_problems(
                 args["variables"],
                 args["roles_dir"],

@@ -232,6 +232,31 @@ def inventory_problems(
     return problems
 
 
+_PLAIN_WORD = re.compile(r"-?[0-9]+|true|false|yes|no|on|off|y|n|t|f", re.IGNORECASE)
+
+
+def shape(value: object) -> object:
+    """What of a value leaves the play for the check: a mapping or list as an empty one, numbers,
+    booleans and boolean/number words as they are, any other string as a marker (a secret never
+    leaves)."""
+    if isinstance(value, Mapping):
+        return {}
+    if isinstance(value, list | tuple | set):
+        return []
+    if isinstance(value, str) and not _PLAIN_WORD.fullmatch(value):
+        return "<a string>"
+    return value
+
+
+def shapes(variables: Mapping[str, object], pattern: str) -> dict[str, object]:
+    """The shape of every variable whose name matches PATTERN (re.match, as Ansible's `match`)."""
+    try:
+        wanted = re.compile(pattern)
+    except re.error as e:
+        raise ValueError(f"pattern: {pattern!r} is not a regular expression ({e})") from None
+    return {name: shape(variables[name]) for name in list(variables) if wanted.match(name)}
+
+
 def problems_message(problems: list[str]) -> str:
     """The one-message refusal both adapters (module, action plugin) fail with."""
     return "inventory variables:\n- " + "\n- ".join(problems)
