@@ -18,6 +18,9 @@ options:
     description: Regular expressions (full match) of compute runtime package names.
     type: list
     elements: str
+    default: ['libze1', 'libze-dev', 'libze-intel-gpu1', 'intel-level-zero-gpu.*', 'level-zero.*',
+              'intel-opencl-icd', 'libigc\d*', 'libigdfcl\d*', 'intel-igc-.*', 'libigdgmm\d*',
+              'intel-ocloc.*']
   firmware_platforms:
     description: GPU platform prefixes of firmware files to use.
     type: list

@@ -65,7 +65,7 @@ from ansible.module_utils.basic import AnsibleModule
 def main():
     module = AnsibleModule(
         argument_spec={
-            "variables": {"type": "dict", "required": True},
+            "variables": {"type": "dict"},
             "roles_dir": {"type": "path", "required": True},
             "host": {"type": "str"},
             "address": {"type": "str"},
@@ -74,6 +74,8 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    if p["variables"] is None:
+        module.fail_json(msg="variables: required (pattern is the action plugin's)")
     try:
         problems = inventory_problems(
             p["variables"], p["roles_dir"], p["host"], p["address"], p["connection"]

@@ -1,0 +1,69 @@
+"""Each module's DOCUMENTATION says what its argument_spec does: the same options, types,
+defaults, choices and required flags (ansible-doc is where users read them)."""
+
+import importlib
+import pkgutil
+import sys
+import types
+
+import pytest
+import yaml
+
+import arcops
+
+from .conftest import REPO
+
+MODULES = sorted(p.stem for p in (REPO / "library").glob("arcops_*.py"))
+# Options an action plugin of the same name takes and never sends to the box.
+ACTION_ONLY = {"arcops_seal": {"surveyed"}, "arcops_user_vars": {"pattern"}}
+
+
+class _Spec(Exception):
+    def __init__(self, spec):
+        self.spec = spec
+
+
+def _alias_module_utils() -> None:
+    """ansible.module_utils.arcops.X is arcops.X, as Ansible's module_utils path makes it."""
+    sys.modules.setdefault("ansible.module_utils.arcops", arcops)
+    for info in pkgutil.iter_modules(arcops.__path__):
+        sys.modules.setdefault(
+            f"ansible.module_utils.arcops.{info.name}", importlib.import_module(f"arcops.{info.name}")
+        )
+
+
+def argument_spec(name: str) -> dict:
+    """The module's argument_spec, caught where main() hands it to AnsibleModule."""
+    import ansible.module_utils.basic as basic
+
+    def capture(*_, argument_spec=None, **__):
+        raise _Spec(argument_spec)
+
+    _alias_module_utils()
+    module = types.ModuleType(name)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(basic, "AnsibleModule", capture)
+        exec(compile((REPO / "library" / f"{name}.py").read_text(), name, "exec"), module.__dict__)
+        with pytest.raises(_Spec) as caught:
+            module.main()
+    return caught.value.spec
+
+
+def documented(name: str) -> dict:
+    source = (REPO / "library" / f"{name}.py").read_text()
+    start = source.index('DOCUMENTATION = r"""') + len('DOCUMENTATION = r"""')
+    return yaml.safe_load(source[start : source.index('"""', start)]).get("options") or {}
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_documentation_matches_the_argument_spec(name):
+    spec, doc = argument_spec(name), documented(name)
+    assert set(doc) - ACTION_ONLY.get(name, set()) == set(spec), "options documented vs taken"
+    for option, rules in spec.items():
+        said = doc[option]
+        assert said.get("type", "str") == rules.get("type", "str"), option
+        assert bool(said.get("required")) == bool(rules.get("required")), option
+        if "default" in rules and rules["default"] not in (None, [], {}):
+            assert said.get("default") == rules["default"], f"{option}: default"
+        if "choices" in rules:
+            assert said.get("choices") == list(rules["choices"]), f"{option}: choices"
