@@ -38,7 +38,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def sycl_sdk():
     """PyPI's SYCL runtime + headers; a missing SDK fails (scripts/bootstrap installs it), never skips."""
-    from .sycl_sdk import find_sdk
+    from .helpers.sycl_sdk import find_sdk
 
     sdk = find_sdk()
     if sdk is None:
@@ -49,7 +49,7 @@ def sycl_sdk():
 @pytest.fixture(scope="session")
 def llama_fixture_repo(tmp_path_factory):
     """(bare repo, tag -> sha) of tests/fixtures/llama_cpp."""
-    from .llama_fixture import make_repo
+    from .helpers.llama_fixture import make_repo
 
     repo = tmp_path_factory.mktemp("llama") / "llama.cpp.git"
     return repo, make_repo(repo)

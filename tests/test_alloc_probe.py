@@ -12,7 +12,7 @@ import pytest
 
 from arcops import allocprobe, cli
 
-from .sycl_sdk import CXX_DIR
+from .helpers.sycl_sdk import CXX_DIR
 
 GIB = 0.0625  # 64 MiB: quick, and still well above MemAvailable noise on the CPU device
 

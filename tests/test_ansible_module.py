@@ -47,7 +47,7 @@ def test_facts_module_runs_through_ansiballz(dual_b60):
 def test_llama_source_module_changes_once_and_reports_the_path(llama_fixture_repo, tmp_path):
     from arcops.llama_source import HELPER, SYCL_DIR
 
-    from .llama_fixture import export
+    from .helpers.llama_fixture import export
 
     repo, shas = llama_fixture_repo
     root = export(repo, shas["fixture-old"], tmp_path / "src")
@@ -67,7 +67,7 @@ def test_llama_source_module_changes_once_and_reports_the_path(llama_fixture_rep
 
 @needs_ansible
 def test_alloc_probe_module_fails_clearly_without_a_level_zero_gpu(sycl_sdk, tmp_path):
-    from .sycl_sdk import CXX_DIR
+    from .helpers.sycl_sdk import CXX_DIR
 
     probe = sycl_sdk.compile([CXX_DIR / "arcops-alloc-probe.cpp"], tmp_path / "probe", [CXX_DIR])
     task = run_module(

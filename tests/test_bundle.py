@@ -8,7 +8,7 @@ import pytest
 from arcops import bundle, stack
 from arcops.cli import main
 
-from .bundle_builder import build_bundle, css_blob
+from .helpers.bundle_builder import build_bundle, css_blob
 
 # The tests' own bundles are trusted; Python before 3.11.4 has no extraction filters.
 DATA_FILTER = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
@@ -74,7 +74,7 @@ def test_tampered_package_is_refused(unpacked, lock):
 
 
 def test_extra_package_is_refused(unpacked, lock, tmp_path):
-    from .bundle_builder import build_deb
+    from .helpers.bundle_builder import build_deb
 
     build_deb(next(unpacked.glob("*/ubuntu-24.04-server/base")), "evil", "1.0", "amd64", {"etc/evil": "x"})
     with pytest.raises(bundle.BundleError, match=r"evil_1.0_amd64.deb is in the bundle but not in the lock"):

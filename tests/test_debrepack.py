@@ -17,8 +17,8 @@ from arcops.checksum import sha256_file
 from arcops.debrepack import MARKER_FIELD, RepackError, repack, repack_all
 from arcops.debs import layout, members
 
-from .debian_mirror import MirrorUnreachable, fetch_deb, unreachable
-from .kernel_debs import tiny_packages
+from .helpers.debian_mirror import MirrorUnreachable, fetch_deb, unreachable
+from .helpers.kernel_debs import tiny_packages
 
 SCRIPTS = Path(__file__).parent / "fixtures" / "maintscripts"
 

@@ -15,8 +15,8 @@ from arcops import cli, debrepack, debs
 from arcops.checksum import sha256_file
 from arcops.debrepack import RepackError, repack, repack_all
 
-from . import craft_deb
-from .craft_deb import TWO_DIRS, file_entry, special_entry
+from .helpers import craft_deb
+from .helpers.craft_deb import TWO_DIRS, file_entry, special_entry
 
 
 def _tree(root: Path) -> dict[str, bytes]:

@@ -10,7 +10,7 @@ from arcops.firmware import FirmwareError, blob_version, guc_info_version, loade
 from arcops.sysroot import SysRoot
 
 from .conftest import REPO
-from .debian_mirror import MirrorUnreachable, extract_deb, fetch_deb, unreachable
+from .helpers.debian_mirror import MirrorUnreachable, extract_deb, fetch_deb, unreachable
 
 JOURNALS = REPO / "tests/fixtures/journal"
 

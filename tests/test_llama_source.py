@@ -9,7 +9,7 @@ import pytest
 
 from arcops import cli, llama_source
 
-from .llama_fixture import FIXTURE, export
+from .helpers.llama_fixture import FIXTURE, export
 
 HELPER = llama_source.shipped_helper()
 SYCL = llama_source.SYCL_DIR
@@ -262,8 +262,8 @@ def test_real_recent_sources_take_the_upstream_path(tmp_path, rev, option):
 def sdist_source(name, dest):
     import shutil
 
-    from .debian_mirror import MirrorUnreachable, unreachable
-    from .llama_sdists import SdistUnavailable, tree
+    from .helpers.debian_mirror import MirrorUnreachable, unreachable
+    from .helpers.llama_sdists import SdistUnavailable, tree
 
     try:
         src = tree(name)

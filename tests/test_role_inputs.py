@@ -289,7 +289,7 @@ def test_intel_stack_checks_the_lock_and_the_bundle_on_the_control_node(tmp_path
 
     from arcops import bundle
 
-    from .bundle_builder import build_bundle
+    from .helpers.bundle_builder import build_bundle
 
     tarball = build_bundle(tmp_path / "b")
     lock = bundle.make_lock(tarball, "server")

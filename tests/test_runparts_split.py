@@ -58,7 +58,7 @@ def _stub_path(tmp_path: Path) -> dict:
     return {"PATH": f"{stubs}:{os.environ['PATH']}"}
 
 
-# Written by the kernel's own `make bindeb-pkg` (linux-source-7.2, tests/kernel_debs.py).
+# Written by the kernel's own `make bindeb-pkg` (linux-source-7.2, tests/helpers/kernel_debs.py).
 BINDEB = (SCRIPTS / "bindeb-pkg-7.2.postinst").read_text()
 
 

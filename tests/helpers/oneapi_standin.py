@@ -7,8 +7,8 @@ tree (DIR/<major.minor>/oneapi-vars.sh, bin/icx, bin/icpx) and whose icx/icpx re
 version like Intel's do. Underneath they are gcc/g++ (-fsycl dropped): they build the llama.cpp
 fixture's plain C++, not SYCL code.
 
-    python -m tests.oneapi_standin OUT_DIR VERSION           # prints the installer's path
-    python -m tests.oneapi_standin --apt-repo OUT_DIR VERSION  # a signed apt repository instead
+    python -m tests.helpers.oneapi_standin OUT_DIR VERSION           # prints the installer's path
+    python -m tests.helpers.oneapi_standin --apt-repo OUT_DIR VERSION  # a signed apt repository instead
 
 The apt repository is laid out like Intel's (suite "all", component "main"), carries one
 package, intel-oneapi-base-toolkit-<major.minor>, that installs the same tree under

@@ -5,7 +5,7 @@ Tiny .debs with the real package names and versions of the stack (kernel image, 
 headers; Level Zero, OpenCL, IGC, gmmlib) and firmware blobs with valid headers for a chosen
 GuC version. The packages install marker files only, so a container can install them.
 
-    python3 tests/bundle_builder.py OUTDIR [--kernel-release R] [--guc 70.60.0] [--version V]
+    python3 tests/helpers/bundle_builder.py OUTDIR [--kernel-release R] [--guc 70.60.0] [--version V]
         [--kernel-deb DEB]... [--runtime-deb DEB]...
 prints the tarball's path. --runtime-deb ships a real package in gfxdrv/gpgpu instead of the
 synthetic one of the same name (the lab ships Debian's Level Zero loader and headers, as Intel's

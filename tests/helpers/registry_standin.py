@@ -6,7 +6,7 @@ GET/HEAD manifests by tag or digest, GET/HEAD blobs), serving a schema-2 manifes
 are the archive's layers, gzip'd reproducibly. The manifest's sha256 is the digest a pull
 records (RepoDigests), the one the role is pinned to.
 
-    python -m tests.registry_standin ARCHIVE REPO TAG --port N   # prints the digest, then serves
+    python -m tests.helpers.registry_standin ARCHIVE REPO TAG --port N   # prints the digest, then serves
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ docker.service enabled and started. These packages have Docker's names and a ver
 Docker's format; docker-ce's docker.service is a placeholder that stays up (the engine the
 scenario's containers run on is podman's Docker API, on the machine running the tests).
 
-    python -m tests.docker_standin OUT_DIR VERSION   # OUT_DIR/docker-repo(.tar, .asc)
+    python -m tests.helpers.docker_standin OUT_DIR VERSION   # OUT_DIR/docker-repo(.tar, .asc)
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 See tests/fixtures/llama_cpp/README.md. Used by the unit tests (source detection and the change,
 compiled against PyPI's SYCL) and by the llama_cpp_sycl molecule scenario (clone, change, build).
 
-    python -m tests.llama_fixture DEST      # creates DEST (a bare repository), prints tag -> sha
-    python -m tests.llama_fixture DEST.tar  # the same, as one tar of the bare repository (to copy)
+    python -m tests.helpers.llama_fixture DEST      # creates DEST (a bare repository), prints tag -> sha
+    python -m tests.helpers.llama_fixture DEST.tar  # the same, as one tar of the bare repository (to copy)
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-FIXTURE = Path(__file__).parent / "fixtures" / "llama_cpp"
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "llama_cpp"
 # Tag -> what the commit does to the previous one, in commit order: a tree overlaid on its
 # files, or a patch applied to them.
 COMMITS = [("fixture-old", "old"), ("fixture-recent", "recent.patch"), ("fixture-unsupported", "unsupported")]
