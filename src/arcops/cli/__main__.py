@@ -1,0 +1,7 @@
+"""python -m arcops.cli (how the boxes run it: /usr/local/bin/arcops)."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

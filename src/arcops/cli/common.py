@@ -1,0 +1,59 @@
+"""What every command group shares: one-line errors, the root to read under, argument types,
+the parser class that says usage errors in one line."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..sysroot import SysRoot
+
+
+def one_line(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def read_root(args: argparse.Namespace) -> SysRoot:
+    root = SysRoot(args.root)
+    root.check()
+    return root
+
+
+class Parser(argparse.ArgumentParser):
+    """Usage errors on one line (exit 2), naming the command and pointing at its --help."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number")
+    return value
+
+
+def _number(text: str, zero_ok: bool) -> float:
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero_ok):
+        raise argparse.ArgumentTypeError(f"{text} is not a {'' if zero_ok else 'positive, '}finite number")
+    return value
+
+
+def finite(text: str) -> float:
+    return _number(text, zero_ok=False)
+
+
+def seconds(text: str) -> float:
+    return _number(text, zero_ok=True)
+
+
+def with_root(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """--root (read sysfs/procfs under it) and --json, for the hardware readers."""
+    p.add_argument("--root", default="/", help="filesystem root to read sysfs/procfs under (fixture trees)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    return p

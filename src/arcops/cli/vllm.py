@@ -1,0 +1,162 @@
+"""arcops vllm render, watchdog: the vLLM container spec and its start watchdog."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..sysroot import SysRoot
+from .common import Parser, finite, positive_int, seconds
+
+
+def _cmd_vllm_render(args: argparse.Namespace) -> int:
+    from .. import host, role_vars, vllm_spec
+
+    try:
+        given: dict = {}
+        for path in args.vars:
+            given.update({str(k): v for k, v in role_vars.load(path).items()})
+        for n, item in enumerate(args.extra, 1):
+            key, sep, value = item.partition("=")
+            if not sep or not key:  # not echoed: it may be a secret
+                raise ValueError(f"-e number {n} is not key=value: give variables as key=value")
+            try:
+                given[key] = json.loads(value)
+            except ValueError:
+                given[key] = value
+        extra = {item.partition("=")[0] for item in args.extra}
+        settings, problems, unread = role_vars.vllm_settings(given, extra)
+        if args.host_mem_gib is not None:
+            mem, figure = args.host_mem_gib, f"--host-mem-gib {args.host_mem_gib:g}"
+        else:
+            mem = host.mem_total_gib(SysRoot("/"))
+            figure = f"this machine's MemTotal, {mem:.1f} GiB" if mem else "none (no MemTotal): no RAM check"
+        print(f"arcops: host RAM figure for the check: {figure}", file=sys.stderr)
+        try:
+            spec = vllm_spec.render(settings, mem)
+        except vllm_spec.SpecError as e:
+            required = tuple(f"{key} is required" for key in unread)  # already said: unreadable
+            problems += [p for p in e.problems if not (unread and p.startswith(required))]
+        if problems:
+            raise vllm_spec.SpecError(problems)
+    except (ValueError, OSError) as e:  # SpecError is a ValueError
+        print(f"arcops: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(spec, indent=2))
+    return 0
+
+
+def _cmd_watchdog(args: argparse.Namespace) -> int:
+    """Start the spec's vLLM container under the xe watchdog (exit codes: arcops.watchdog)."""
+    import signal
+
+    from .. import docker_api, watchdog
+
+    try:
+        spec = watchdog.load_spec(args.spec)
+        engine = docker_api.Engine(args.docker_host)
+    except (watchdog.SpecError, docker_api.DockerError) as e:
+        print(f"arcops: {e}", file=sys.stderr)
+        return watchdog.EXIT_ERROR
+    options = watchdog.Options(
+        report_dir=Path(args.report_dir),
+        attempts=args.attempts,
+        start_timeout=args.start_timeout,
+        dump_settle=args.dump_settle,
+        py_spy=args.py_spy,
+        warm_restart=args.warm_restart,
+        until_ready=args.until_ready,
+    )
+    dog = watchdog.Watchdog(spec, engine, options, sysroot=SysRoot(args.sysfs_root))
+    handlers = {
+        s: signal.signal(s, lambda signum, _frame: dog.request_stop(signum))
+        for s in (signal.SIGTERM, signal.SIGINT)
+    }
+    try:
+        return dog.run()
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+
+
+def add(sub) -> None:
+    p = sub.add_parser("vllm", help="the vLLM container the vllm_service role deploys")
+    vsub = p.add_subparsers(dest="vllm_command", required=True, parser_class=Parser)
+    q = vsub.add_parser(
+        "render", help="print the container spec for vllm_service_* variables as JSON (exit 2: refused)"
+    )
+    q.add_argument(
+        "--vars",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="YAML or JSON vars file with vllm_service_* variables (others ignored; later files win)",
+    )
+    q.add_argument(
+        "-e",
+        dest="extra",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a variable, as ansible -e (VALUE is JSON when it parses, else a string); wins over --vars",
+    )
+    q.add_argument(
+        "--host-mem-gib",
+        type=finite,
+        metavar="N",
+        help="host MemTotal (GiB) for the RAM check (default: this machine's /proc/meminfo)",
+    )
+    q.set_defaults(func=_cmd_vllm_render)
+
+    p = sub.add_parser(
+        "watchdog",
+        help="start the vLLM container; restart it on xe hangs before it is ready",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Start the spec's container (created by the vllm_service role) and follow the kernel\n"
+        "journal for xe hang events until vLLM logs 'Application startup complete.'. On an xe\n"
+        "event: py-spy stacks, devcoredumps copied and freed, container stopped and started again.",
+        epilog="exit codes:\n"
+        "  0  ready (then stopped by SIGTERM/SIGINT, or --until-ready); stopped by a signal before ready\n"
+        "  1  crash: the container exited on its own with no xe event (before or after ready)\n"
+        "  2  usage, spec or engine error\n"
+        "  3  xe events on every attempt\n"
+        "  4  neither ready nor an xe event within --start-timeout (container stopped, not retried)\n"
+        "A JSON report of every run goes to --report-dir as <UTC timestamp>.json and latest.json.",
+    )
+    p.add_argument("--spec", required=True, metavar="FILE", help="the container spec JSON the role wrote")
+    p.add_argument(
+        "--docker-host",
+        metavar="URL",
+        help="engine socket, unix:///run/docker.sock style (default: $DOCKER_HOST, else "
+        "unix:///var/run/docker.sock)",
+    )
+    p.add_argument("--attempts", type=positive_int, default=3, help="starts at most (default 3)")
+    p.add_argument(
+        "--start-timeout", type=finite, default=900.0, metavar="S", help="seconds to ready (default 900)"
+    )
+    p.add_argument(
+        "--report-dir",
+        default="/var/lib/arcops/vllm/starts",
+        metavar="D",
+        help="where the JSON reports, stacks and devcoredumps go (default /var/lib/arcops/vllm/starts)",
+    )
+    p.add_argument(
+        "--dump-settle",
+        type=seconds,
+        default=3.0,
+        metavar="S",
+        help="seconds to wait after an xe event for more events and the devcoredump (default 3)",
+    )
+    p.add_argument("--py-spy", default="py-spy", metavar="PATH", help="py-spy command (default py-spy)")
+    p.add_argument("--sysfs-root", default="/", help="root to read /sys and /proc under (fixture trees)")
+    p.add_argument(
+        "--warm-restart",
+        action="store_true",
+        help="after a ready start on cold caches, restart once so vLLM sizes its KV cache warm",
+    )
+    p.add_argument(
+        "--until-ready", action="store_true", help="exit 0 once ready, leaving the container running"
+    )
+    p.set_defaults(func=_cmd_watchdog)
