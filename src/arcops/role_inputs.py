@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from .bundle import BundleError, load_lock
 from .checksum import sha256_file
 
 SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -190,8 +191,6 @@ def vllm_service(v: dict) -> list[str]:
 def intel_stack(v: dict) -> list[str]:
     """The bundle's lock is on the control node, pins the same kernel and GuC as the stack, and
     the bundle there (a URL is checked when downloaded) is the locked one."""
-    from .bundle import BundleError, load_lock
-
     lock_file, bundle = v.get("intel_stack_lock_file") or "", str(v.get("intel_stack_bundle") or "")
     if not (lock_file and os.path.isfile(lock_file)):
         return [
