@@ -1,9 +1,9 @@
 """Action plugin for arcops_seal: answer a stage's check from this run's survey when it can.
 
-A run reads the box once for every stage's seal (arcops_preflight, or the first check with
-survey=true). Each later check compares its inputs with the surveyed seal here, on the control
-node, instead of reading the box again: a converged site.yml then costs one box read for
-preflight and the seals together. Anything else (write, absent, a check the survey does not
+A run reads the box once for every stage's seal (arcops_preflight with survey_seals). Each
+stage's check then compares its inputs with the surveyed seal here, on the control node, instead
+of reading the box again: a converged site.yml costs one box read for preflight and the seals
+together. Anything else (write, absent, a check the survey does not
 cover) runs the module as usual. The module (library/arcops_seal.py) documents the options.
 """
 
@@ -30,12 +30,8 @@ class ActionModule(ActionBase):
             sys.path.insert(0, str(SRC))
         from arcops import seal
 
-        state_dir = args.get("state_dir")
-        if (
-            args.get("action", "check") == "check"
-            and isinstance(state_dir, str)
-            and seal.covers(surveyed, state_dir)
-        ):
+        state_dir, check = args.get("state_dir"), args.get("action", "check") == "check"
+        if check and isinstance(state_dir, str) and seal.covers(surveyed, state_dir):
             if "inputs" not in args:
                 return {**result, "failed": True, "msg": "inputs: required for check"}
             # Hash what the module would have been sent, not the controller's objects: a YAML key
@@ -51,6 +47,6 @@ class ActionModule(ActionBase):
                 "source": "survey",
             }
         done = self._execute_module(module_name="arcops_seal", module_args=args, task_vars=task_vars)
-        if args.get("action", "check") == "check" and not done.get("failed"):
+        if check and not done.get("failed"):
             done["source"] = "box"
         return {**result, **done}

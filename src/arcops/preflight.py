@@ -72,7 +72,7 @@ class Settings:
         return cls(**out)
 
 
-def _number(value: Any) -> bool:
+def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -82,7 +82,9 @@ def _os_pair(value: Any) -> bool:
 
 def _disk(value: Any) -> bool:
     path = value.get("path") if isinstance(value, dict) else None
-    return isinstance(path, str) and path.startswith("/") and "\0" not in path and _number(value.get("gib"))
+    return (
+        isinstance(path, str) and path.startswith("/") and "\0" not in path and _is_number(value.get("gib"))
+    )
 
 
 # Settings whose items have a shape of their own: (name, check, what it must be).
@@ -90,7 +92,7 @@ _ITEMS = (
     ("supported_os", _os_pair, "a mapping with distribution and version (strings)"),
     ("lab_os", _os_pair, "a mapping with distribution and version (strings)"),
     ("gpu_allowed_ids", lambda v: isinstance(v, str), "a PCI device ID (a string)"),
-    ("ram_required_gib", _number, "a number of GiB"),
+    ("ram_required_gib", _is_number, "a number of GiB"),
     ("disk_requirements", _disk, "a mapping with path (absolute) and gib (a number)"),
 )
 

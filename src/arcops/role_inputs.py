@@ -58,8 +58,9 @@ def pinned_file(
     return out
 
 
-def local_file(value: Any) -> list[str]:
-    """A pinned file given by path is on the control node and has its sha256 (this runs there)."""
+def local_file(value: Any, pinned_by: str = "the one given") -> list[str]:
+    """A pinned file given by path is on the control node and has its sha256 (this runs there);
+    PINNED_BY names where that sha256 comes from in the message."""
     if not isinstance(value, dict) or not isinstance(value.get("path"), str):
         return []
     path, want = value["path"], value.get("sha256")
@@ -69,7 +70,7 @@ def local_file(value: Any) -> list[str]:
         have = sha256_file(path)
     except OSError as e:
         return [f"{path}: cannot be read on the control node ({e.strerror})"]
-    return [] if have == want else [f"{path}: sha256 {have} differs from the one given ({want})"]
+    return [] if have == want else [f"{path}: sha256 {have} differs from {pinned_by} ({want})"]
 
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -212,8 +213,7 @@ def intel_stack(v: dict) -> list[str]:
         ]
     if HTTP_URL.match(bundle):
         return []
-    found = local_file({"path": bundle, "sha256": lock["installer"]["sha256"]})
-    return [f.replace("differs from the one given", "differs from the lock") for f in found]
+    return local_file({"path": bundle, "sha256": lock["installer"]["sha256"]}, pinned_by="the lock")
 
 
 CHECKS: dict[str, Callable[[dict], list[str]]] = {
