@@ -12,7 +12,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from arcops import status
-from arcops.records import FACT_DIR, STAGES, RecordError, pending, render, targets, write
+from arcops.records import (
+    FACT_DIR,
+    HISTORY_DIR,
+    STAGES,
+    RecordError,
+    pending,
+    read,
+    render,
+    store,
+    targets,
+    write,
+)
+
+from .test_ansible_module import needs_ansible, run_module
 
 REPO = Path(__file__).resolve().parent.parent
 RECORDS = Path(__file__).parent / "fixtures" / "records" / "lab-box"
@@ -91,3 +104,64 @@ def test_module_choices_and_status_read_the_same_table():
     assert options["stage"]["choices"] == list(STAGES)
     assert options["fact_dir"]["default"] == FACT_DIR
     assert status.STAGES is STAGES
+
+
+def test_store_keeps_each_new_record_in_the_history(tmp_path):
+    state, facts = tmp_path / "state", tmp_path / "facts"
+    for n in range(5):
+        assert store("vllm_service", {"n": n}, str(state), str(facts), history=3)
+        # The same record again: nothing written, no history entry.
+        assert store("vllm_service", {"n": n}, str(state), str(facts), history=3) == []
+    kept = sorted((state / HISTORY_DIR).iterdir())
+    assert [json.loads(p.read_text()) for p in kept] == [{"n": 2}, {"n": 3}, {"n": 4}]
+    assert read(str(state)) == {"n": 4}
+
+
+def test_an_unpublished_record_writes_state_json_only(tmp_path):
+    state, facts = tmp_path / "state", tmp_path / "facts"
+    assert store("intel_stack", {"installed": False}, str(state), None) == [state / "state.json"]
+    assert not facts.exists()
+    assert store("intel_stack", {"installed": False}, str(state), None, dry_run=True) == []
+    assert store("intel_stack", {"installed": True}, str(state), str(facts), dry_run=True) == [
+        state / "state.json",
+        facts / "arcops_intel_stack.fact",
+    ]
+    assert read(str(state)) == {"installed": False}
+
+
+@pytest.mark.parametrize("text", ["", "[1]", "{", "null", "\xff"])
+def test_a_damaged_record_is_refused_by_path(tmp_path, text):
+    (tmp_path / "state.json").write_bytes(text.encode("latin-1"))
+    with pytest.raises(RecordError, match=f"^{tmp_path}/state.json: "):
+        read(str(tmp_path))
+
+
+def test_no_record_reads_as_none(tmp_path):
+    assert read(str(tmp_path / "never")) is None
+
+
+@needs_ansible
+def test_the_module_reads_writes_and_refuses(tmp_path):
+    state, facts = tmp_path / "state", tmp_path / "facts"
+    args = f"stage=mainline_kernel action=read state_dir={state}"
+    first = run_module("arcops_record", args)
+    assert (first["changed"], first["record"], first["exists"]) == (False, {}, False)
+    missing = run_module("arcops_record", args + " required=true")
+    assert (
+        missing["failed"]
+        and missing["msg"] == f"{state}: no mainline_kernel record here (it never installed on this box)"
+    )
+    wrote = run_module(
+        "arcops_record",
+        json.dumps(
+            {
+                "stage": "mainline_kernel",
+                "record": {"installed": True},
+                "state_dir": str(state),
+                "fact_dir": str(facts),
+            }
+        ),
+    )
+    assert wrote["changed"] and len(list((state / HISTORY_DIR).iterdir())) == 1
+    again = run_module("arcops_record", args + " required=true")
+    assert (again["changed"], again["record"], again["exists"]) == (False, {"installed": True}, True)

@@ -1,9 +1,11 @@
-"""Where each stage's record lives on a box, and how it is written: one place for both.
+"""Where each stage's record lives on a box, and how it is read and written: one place for all.
 
 A stage's record is a JSON object. It is kept in the stage's state folder (state.json, where
 the stage keeps what it needs for a rollback) and published as an Ansible local fact
 (FACT_DIR/<file>, read back as ansible_local.<name>). The status summary, a fleet status and the
-metrics read the published copies; arcops_record writes both in one task.
+metrics read the published copies; arcops_record reads state.json, and writes it and the fact in
+one task. Every new state.json is also kept in the state folder's history/ (newest HISTORY_KEEP),
+so what a box ran, and when it changed, can be read back after a rollback overwrote state.json.
 
 Stdlib only: it runs on the box inside the arcops_record and arcops_status modules.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,8 @@ FACT_DIR = "/etc/ansible/facts.d"
 # seals there are read together once per run (arcops.seal.survey).
 STATE_ROOT = "/var/lib/arcops"
 STATE_FILE = "state.json"
+HISTORY_DIR = "history"
+HISTORY_KEEP = 20
 # Stage -> its published record's file in FACT_DIR. preflight's predates the others' naming.
 STAGES = {
     "preflight": "arcops.fact",
@@ -46,17 +51,17 @@ def render(record: Any) -> str:
         raise RecordError(f"record: not JSON ({e})") from None
 
 
-def targets(stage: str, state_dir: str | None, fact_dir: str = FACT_DIR) -> list[Path]:
+def targets(stage: str, state_dir: str | None, fact_dir: str | None = FACT_DIR) -> list[Path]:
     """The files a stage's record is written to: state.json (when the stage has a state folder)
-    and the published fact."""
+    and the published fact (unless FACT_DIR is None)."""
     if stage not in STAGES:
         raise RecordError(f"stage: {stage!r} is not one of {', '.join(STAGES)}")
     out = [Path(state_dir) / STATE_FILE] if state_dir else []
-    return [*out, Path(fact_dir) / STAGES[stage]]
+    return [*out, Path(fact_dir) / STAGES[stage]] if fact_dir else out
 
 
 def pending(
-    stage: str, record: Any, state_dir: str | None, fact_dir: str = FACT_DIR
+    stage: str, record: Any, state_dir: str | None, fact_dir: str | None = FACT_DIR
 ) -> tuple[str, list[Path]]:
     """The text to write and the files that do not hold it yet."""
     text = render(record)
@@ -78,3 +83,57 @@ def write(text: str, paths: list[Path]) -> None:
     for path in paths:
         os.makedirs(path.parent, mode=0o755, exist_ok=True)
         write_atomic(path, text)
+
+
+def read(state_dir: str) -> dict | None:
+    """The stage's state.json, or None when there is none; a file that is not a JSON object is
+    refused by name (a damaged record must not pass for "never installed")."""
+    path = Path(state_dir) / STATE_FILE
+    if path.is_symlink() or path.is_dir():
+        raise RecordError(f"{path}: is a link or a folder, not a record file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as e:
+        raise RecordError(f"{path}: cannot be read ({getattr(e, 'strerror', None) or e})") from None
+    try:
+        record = json.loads(text)
+    except ValueError:
+        record = None
+    if not isinstance(record, dict):
+        raise RecordError(f"{path}: not a JSON object; move it aside or restore it from {HISTORY_DIR}/")
+    return record
+
+
+def keep_history(text: str, state_dir: str, keep: int = HISTORY_KEEP) -> Path | None:
+    """Keep TEXT (a new state.json) as history/<UTC time>.json and drop all but the newest KEEP."""
+    if keep <= 0:
+        return None
+    folder = Path(state_dir) / HISTORY_DIR
+    os.makedirs(folder, mode=0o755, exist_ok=True)
+    ns = time.time_ns()
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(ns // 1_000_000_000)) + f".{ns % 1_000_000_000:09d}Z"
+    path = folder / f"{stamp}.json"
+    write_atomic(path, text)
+    for old in sorted(p for p in folder.glob("*.json") if not p.is_symlink())[:-keep]:
+        old.unlink(missing_ok=True)
+    return path
+
+
+def store(
+    stage: str,
+    record: Any,
+    state_dir: str | None,
+    fact_dir: str | None = FACT_DIR,
+    history: int = HISTORY_KEEP,
+    dry_run: bool = False,
+) -> list[Path]:
+    """Write the record where it is not yet (state.json, and the fact unless FACT_DIR is None),
+    keeping a new state.json in the history; the files written (DRY_RUN: to be written)."""
+    text, stale = pending(stage, record, state_dir, fact_dir)
+    if stale and not dry_run:
+        write(text, stale)
+        if state_dir and Path(state_dir) / STATE_FILE in stale:
+            keep_history(text, state_dir, history)
+    return stale
