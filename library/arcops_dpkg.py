@@ -30,6 +30,12 @@ options:
     type: list
     elements: str
     default: []
+  query:
+    description:
+      - Packages to ask dpkg about first (one C(dpkg-query) call), name to pinned version (or
+        null for any version). Returns C(installed), C(off_pin) and C(query_held); changes nothing.
+    type: dict
+    default: {}
 author: arcops
 """
 
@@ -47,9 +53,23 @@ RETURN = r"""
 diverted: {description: Paths diverted by this call., returned: always, type: list, elements: str}
 undiverted: {description: Paths this call undiverted., returned: always, type: list, elements: str}
 held: {description: Packages this call held., returned: always, type: list, elements: str}
+installed: {description: Of O(query), those installed and their versions., returned: with query, type: dict}
+off_pin:
+  description: Of O(query), those not installed, or not at their pinned version.
+  returned: with query
+  type: list
+  elements: str
+query_held: {description: Of O(query), those held., returned: with query, type: list, elements: str}
 """
 
-from ansible.module_utils.arcops.dpkg_state import DpkgStateError, parse_diversions, parse_selections, plan
+from ansible.module_utils.arcops.dpkg_state import (
+    DpkgStateError,
+    parse_diversions,
+    parse_query,
+    parse_selections,
+    plan,
+    query_argv,
+)
 from ansible.module_utils.basic import AnsibleModule
 
 
@@ -59,6 +79,7 @@ def main():
             "divert": {"type": "list", "elements": "path", "default": []},
             "undivert": {"type": "list", "elements": "path", "default": []},
             "hold": {"type": "list", "elements": "str", "default": []},
+            "query": {"type": "dict", "default": {}},
         },
         supports_check_mode=True,
     )
@@ -70,6 +91,17 @@ def main():
             module.fail_json(msg=f"{' '.join(argv)} failed: {err.strip() or out.strip()}")
         return out
 
+    asked = {}
+    if p["query"]:
+        try:
+            argv = query_argv(p["query"])
+        except DpkgStateError as e:
+            module.fail_json(msg=str(e))
+        rc, out, err = module.run_command(argv)
+        if rc not in (0, 1):  # 1: some are not installed
+            module.fail_json(msg=f"dpkg-query failed: {err.strip() or out.strip()}")
+        found = parse_query(p["query"], out)
+        asked = {"installed": found.installed, "off_pin": found.off_pin, "query_held": found.held}
     diversions = parse_diversions(read(["dpkg-divert", "--list"])) if p["divert"] or p["undivert"] else {}
     selections = parse_selections(read(["dpkg", "--get-selections"])) if p["hold"] else {}
     try:
@@ -83,6 +115,7 @@ def main():
     except DpkgStateError as e:
         module.fail_json(msg=str(e))
     result = {
+        **asked,
         "changed": todo.changed,
         "diverted": todo.diverted,
         "undiverted": todo.undiverted,

@@ -46,11 +46,15 @@ spec:
     ports (host_ip, host_port, container_port), env, env_file, argv, caches, spec_hash.
   returned: success
   type: dict
+docker:
+  description: The spec's mounts and ports as docker_container takes them (binds, published_ports).
+  returned: success
+  type: dict
 """
 
 from ansible.module_utils.arcops.host import mem_total_gib
 from ansible.module_utils.arcops.sysroot import SysRoot
-from ansible.module_utils.arcops.vllm_spec import SpecError, render
+from ansible.module_utils.arcops.vllm_spec import SpecError, docker_container_args, render
 from ansible.module_utils.basic import AnsibleModule
 
 
@@ -77,7 +81,7 @@ def main():
         spec = render(settings, mem)
     except SpecError as e:
         module.fail_json(msg=str(e), problems=e.problems)
-    module.exit_json(changed=False, spec=spec)
+    module.exit_json(changed=False, spec=spec, docker=docker_container_args(spec))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arcops.dpkg_state import Diversion, DpkgStateError, parse_diversions, parse_selections, plan
+from arcops.dpkg_state import (
+    Diversion,
+    DpkgStateError,
+    parse_diversions,
+    parse_query,
+    parse_selections,
+    plan,
+    query_argv,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "dpkg"
 GUC = "/lib/firmware/xe/bmg_guc_70.bin.zst"
@@ -143,3 +151,35 @@ def test_commands_against_real_dpkg_divert(tmp_path):
         run(argv)
     assert (inst / GUC.lstrip("/")).read_text() == "distribution blob"
     assert set(listed()) == {GUC[: -len(".zst")]}
+
+
+@pytest.mark.skipif(shutil.which("dpkg-query") is None, reason="needs dpkg-query (Debian/Ubuntu)")
+def test_query_against_the_real_dpkg_database():
+    """One dpkg-query call answers which packages are installed, at which version, and held."""
+    version = subprocess.run(
+        ["dpkg-query", "--show", "--showformat=${Version}", "dpkg"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    versions = {"dpkg": version, "coreutils": None, "bash": "0:0.0-arcops", "arcops-not-a-package": None}
+    done = subprocess.run(query_argv(versions), capture_output=True, text=True)
+    assert done.returncode in (0, 1)
+    got = parse_query(versions, done.stdout)
+    assert got.installed["dpkg"] == version and "coreutils" in got.installed
+    assert got.off_pin == ["bash", "arcops-not-a-package"]
+
+
+def test_query_reads_holds_and_names_are_checked():
+    text = "libze1:amd64\t1.2\thold\tinstalled\nzstd\t1.5\tinstall\tconfig-files\nother\t1\thold\tinstalled\n"
+    got = parse_query({"libze1": "1.2", "zstd": None}, text)
+    assert (got.installed, got.off_pin, got.held) == ({"libze1": "1.2"}, ["zstd"], ["libze1"])
+    with pytest.raises(DpkgStateError, match="query: 'Bad Name' is not a Debian package name"):
+        query_argv({"Bad Name": None})
+
+
+@given(st.text(), st.dictionaries(st.sampled_from(["a", "b", "libze1"]), st.none() | st.text(max_size=5)))
+def test_any_query_output_parses(text, versions):
+    got = parse_query(versions, text)
+    assert set(got.off_pin) | set(got.installed) >= set(versions)
+    assert set(got.held) <= set(versions)

@@ -1,29 +1,83 @@
-"""site.yml's plays: one per stage, in order, each tagged with its stage's name (docs/stages.md)."""
+"""site.yml's plays: one per stage, in order, each tagged with its stage's name, and every stage
+role's tasks tagged with the same phases (docs/stages.md)."""
 
 import re
 import subprocess
+
+import pytest
 
 from .conftest import REPO
 from .test_ansible_module import ANSIBLE, needs_ansible
 
 STAGES = ["preflight", "intel_stack", "mainline_kernel", "llama_cpp_sycl", "vllm_service"]
+PHASES = {"validate", "state", "install", "verify", "record"}
+# Each phase tag runs these phase files' tasks (besides the checks of the box): validate only
+# checks, verify checks and reads what runs, install is the full path.
+RUNS = {
+    "validate": {"validate"},
+    "verify": {"validate", "verify"},
+    "install": {"validate", "state", "install", "verify", "record"},
+}
 
 
-@needs_ansible
-def test_every_stage_is_a_play_tagged_with_its_name():
+def _playbook(*args: str) -> str:
     playbook = ANSIBLE.replace("bin/ansible", "bin/ansible-playbook")
     done = subprocess.run(
-        [playbook, "-i", "inventories/lab", "site.yml", "--list-tags"],
+        [playbook, "-i", "inventories/lab", "site.yml", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    plays = re.findall(
-        r"play #\d+ \(arc_servers\): .*\tTAGS: \[([^\]]*)\]\n\s+TASK TAGS: \[([^\]]*)\]", done.stdout
-    )
-    assert [p[0] for p in plays] == STAGES, done.stdout
-    # Run alone (--tags STAGE), a stage still checks the box first: its preflight guard has both tags.
+    return done.stdout
+
+
+@needs_ansible
+def test_every_stage_is_a_play_tagged_with_its_name():
+    out = _playbook("--list-tags")
+    plays = re.findall(r"play #\d+ \(arc_servers\): .*\tTAGS: \[([^\]]*)\]\n\s+TASK TAGS: \[([^\]]*)\]", out)
+    assert [sorted(p[0].split(",")) for p in plays] == [
+        ["install", "preflight", "validate", "verify"],
+        *[[stage] for stage in STAGES[1:]],
+    ], out
+    # Run alone (--tags STAGE or a phase), a stage still checks the box first, and its role's
+    # tasks carry every phase tag.
     for stage, task_tags in plays[1:]:
-        assert set(task_tags.split(", ")) == {stage, "preflight"}, (stage, task_tags)
+        assert set(task_tags.split(", ")) == {stage, "preflight", "always"} | PHASES, (stage, task_tags)
+
+
+def _phase_files(stage: str, tag: str | None) -> set[str]:
+    """The role's main.yml imports whose tags select them under TAG (None: every import)."""
+    import yaml
+
+    tasks = yaml.safe_load((REPO / "roles" / stage / "tasks" / "main.yml").read_text())
+    out = set()
+    for task in tasks:
+        for t in task.get("block", [task]):
+            tags = set(t.get("tags", []))
+            if "ansible.builtin.import_tasks" in t and (tag is None or tag in tags):
+                out.add(t["ansible.builtin.import_tasks"].removesuffix(".yml"))
+    return out
+
+
+@pytest.mark.parametrize("stage", STAGES[1:])
+def test_every_stage_role_has_the_phases_and_every_import_is_tagged(stage):
+    tasks = (REPO / "roles" / stage / "tasks" / "main.yml").read_text()
+    assert "include_tasks" not in tasks and "include_role" not in tasks, "static imports keep the tags"
+    names = _phase_files(stage, None)
+    assert {"validate", "state", "verify", "record"} <= names, names
+    for tag, phases in RUNS.items():
+        selected = _phase_files(stage, tag)
+        assert {p for p in phases if p in names} <= selected, (tag, selected)
+        assert tag != "verify" or selected == {"validate", "verify"}, selected
+
+
+@needs_ansible
+def test_verify_lists_only_checks():
+    """--tags verify changes nothing: no install or record task is listed."""
+    out = _playbook("--list-tasks", "--tags", "verify")
+    for line in out.splitlines():
+        if "TAGS: [" in line and "always" not in line and "play #" not in line:
+            tags = set(line.rsplit("TAGS: [", 1)[1].rstrip("]").split(", "))
+            assert "verify" in tags, line

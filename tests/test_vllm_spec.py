@@ -725,6 +725,26 @@ def test_module_renders_the_spec_through_ansiballz():
     task = run_module("arcops_vllm_spec", json.dumps({"settings": BASE, "host_mem_total_gib": 62.7}))
     assert task["changed"] is False
     assert task["spec"] == spec(62.7)
+    assert task["docker"] == vllm_spec.docker_container_args(task["spec"])
+
+
+@pytest.mark.parametrize(
+    ("address", "published"), [("127.0.0.1", "127.0.0.1:8000:8000"), ("::1", "[::1]:8000:8000")]
+)
+def test_docker_args_bracket_ipv6_and_mark_read_only_binds(address, published):
+    args = vllm_spec.docker_container_args(
+        {
+            "mounts": [
+                {"source": "/srv/m", "target": "/models", "read_only": True},
+                {"source": "/var/cache/c", "target": "/root/.cache/vllm", "read_only": False},
+            ],
+            "ports": [{"host_ip": address, "host_port": 8000, "container_port": 8000}],
+        }
+    )
+    assert args == {
+        "binds": ["/srv/m:/models:ro", "/var/cache/c:/root/.cache/vllm:rw"],
+        "published_ports": [published],
+    }
 
 
 @needs_ansible

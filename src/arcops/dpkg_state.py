@@ -1,4 +1,5 @@
-"""dpkg's diversions and holds: read them, and plan the calls that bring a box to what a role wants.
+"""dpkg's diversions, holds and installed versions: read them, and plan the calls that bring a box
+to what a role wants.
 
 One call of the arcops_dpkg module replaces a loop of one dpkg-divert or dpkg_selections task
 per path or package: each task is a round-trip to the box, paid again on every no-op run.
@@ -76,10 +77,10 @@ def _check_paths(name: str, paths: list[str]) -> None:
             raise DpkgStateError(f"{name}: {p!r} is not an absolute path")
 
 
-def _check_names(names: list[str]) -> None:
+def _check_names(names: list[str], option: str = "hold") -> None:
     for n in names:
         if not isinstance(n, str) or not re.fullmatch(r"[a-z0-9][a-z0-9+.-]*", n):
-            raise DpkgStateError(f"hold: {n!r} is not a Debian package name")
+            raise DpkgStateError(f"{option}: {n!r} is not a Debian package name")
 
 
 def plan(
@@ -119,4 +120,43 @@ def plan(
     if out.held:
         out.hold_input = "".join(f"{n} hold\n" for n in out.held)
         out.commands.append(["dpkg", "--set-selections"])
+    return out
+
+
+# `dpkg-query --show` with this format: one line per known package.
+QUERY_FORMAT = "${Package}\t${Version}\t${db:Status-Want}\t${db:Status-Status}\n"
+
+
+@dataclass
+class Query:
+    """What dpkg says about the packages asked for."""
+
+    installed: dict[str, str] = field(default_factory=dict)  # name -> installed version
+    off_pin: list[str] = field(default_factory=list)  # not installed (at the pinned version)
+    held: list[str] = field(default_factory=list)
+
+
+def query_argv(versions: dict[str, str | None]) -> list[str]:
+    names = list(versions)
+    _check_names(names, "query")
+    return ["dpkg-query", "--show", f"--showformat={QUERY_FORMAT}", *names]
+
+
+def parse_query(versions: dict[str, str | None], text: str) -> Query:
+    """dpkg-query's lines for VERSIONS (name -> pinned version, or None for any version)."""
+    out = Query()
+    for line in text.splitlines():
+        parts = line.split("\t")
+        if len(parts) != 4:
+            continue
+        name, version, want, status = parts[0].split(":", 1)[0], *parts[1:]
+        if name not in versions:
+            continue
+        if status == "installed":
+            out.installed[name] = version
+        if want == "hold":
+            out.held.append(name)
+    out.off_pin = [
+        n for n, v in versions.items() if n not in out.installed or (v is not None and out.installed[n] != v)
+    ]
     return out

@@ -635,3 +635,14 @@ def render(settings: dict, host_mem_total_gib: float | None) -> dict:
         json.dumps(spec, sort_keys=True, separators=(",", ":")).encode()
     ).hexdigest()
     return spec
+
+
+def docker_container_args(spec: dict) -> dict:
+    """The spec's mounts and ports in community.docker.docker_container's words: binds as
+    source:target:ro|rw, ports as [ip:]host:container (an IPv6 address in brackets)."""
+    binds = [f"{m['source']}:{m['target']}:{'ro' if m['read_only'] else 'rw'}" for m in spec["mounts"]]
+    ports = []
+    for p in spec["ports"]:
+        ip = f"[{p['host_ip']}]" if ":" in p["host_ip"] else p["host_ip"]
+        ports.append(f"{ip}:{p['host_port']}:{p['container_port']}")
+    return {"binds": binds, "published_ports": ports}
