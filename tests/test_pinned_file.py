@@ -69,7 +69,7 @@ def test_a_copy_lands_once_with_its_mode_and_folders(source, tmp_path):
 def test_a_wrong_copy_never_stands_at_dest(source, tmp_path):
     dest = tmp_path / "bundle.tar"
     dest.write_bytes(b"the old one")
-    with pytest.raises(PinnedFileError, match=f"sha256 {SHA} differs from the pinned 0{{63}}"):
+    with pytest.raises(PinnedFileError, match=f"sha256 {SHA} did not match the pinned 0{{63}}"):
         ensure({"path": str(source), "sha256": "0" * 64}, str(dest), src=str(source))
     assert dest.read_bytes() == b"the old one"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
@@ -108,7 +108,7 @@ def test_a_download_lands_checked(server, tmp_path):
 @pytest.mark.parametrize(
     ("path", "sha", "error"),
     [
-        ("/file", "1" * 64, r"/file: sha256 [0-9a-f]{64} differs from the pinned 1{64}; .* was not changed"),
+        ("/file", "1" * 64, r"/file: sha256 [0-9a-f]{64} did not match the pinned 1{64}; .* was not changed"),
         ("/missing", SHA, r"/missing: the server answered 404 .*; .* was not changed"),
     ],
 )
@@ -175,7 +175,7 @@ def test_the_action_plugin_copies_only_when_the_box_lacks_the_file(source, tmp_p
     assert again["changed"] is False and "needs_copy" not in again
     wrong = run_module("arcops_pinned_file", args.replace(SHA, "2" * 64))
     assert wrong["failed"] and wrong["msg"].endswith(
-        f"differs from the pinned {'2' * 64}; {dest} was not changed"
+        f"did not match the pinned {'2' * 64}; {dest} was not changed"
     )
     gone = run_module("arcops_pinned_file", args.replace(str(source), str(tmp_path / "nope")))
     assert gone["failed"] and gone["msg"] == f"{tmp_path / 'nope'}: no such file on the control node"

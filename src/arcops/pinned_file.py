@@ -125,7 +125,7 @@ def _land(source: BinaryIO, dest: Path, sha256: str, mode: int, dir_mode: int, w
             have = _hash(source, out)
         if have != sha256:
             raise PinnedFileError(
-                f"{what}: sha256 {have} differs from the pinned {sha256}; {dest} was not changed"
+                f"{what}: sha256 {have} did not match the pinned {sha256}; {dest} was not changed"
             )
         os.chmod(tmp, mode)
         os.replace(tmp, dest)
