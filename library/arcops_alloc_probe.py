@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Ansible adapter over arcops.allocprobe: run arcops-alloc-probe and judge its report."""
+"""Ansible adapter over arcops.llama.allocprobe: run arcops-alloc-probe and judge its report."""
 
 DOCUMENTATION = r"""
 ---
@@ -57,7 +57,7 @@ summary:
   elements: str
 """
 
-from ansible.module_utils.arcops.allocprobe import ProbeError, parse, verdict
+from ansible.module_utils.arcops.llama.allocprobe import ProbeError, parse, verdict
 from ansible.module_utils.basic import AnsibleModule
 
 

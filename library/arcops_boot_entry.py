@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Ansible adapter over arcops.grub.boot_entry: can this kernel release boot, and how to pick it."""
+"""Ansible adapter over arcops.kernel.grub.boot_entry: can this kernel release boot, and how to pick it."""
 
 DOCUMENTATION = r"""
 ---
@@ -28,8 +28,8 @@ entry:
   type: dict
 """
 
-from ansible.module_utils.arcops.grub import boot_entry
-from ansible.module_utils.arcops.sysroot import SysRoot
+from ansible.module_utils.arcops.common.sysroot import SysRoot
+from ansible.module_utils.arcops.kernel.grub import boot_entry
 from ansible.module_utils.basic import AnsibleModule
 
 

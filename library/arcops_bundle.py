@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Ansible adapter over arcops.stack.select: verify an unpacked bundle, say what to install."""
+"""Ansible adapter over arcops.kernel.stack.select: verify an unpacked bundle, say what to install."""
 
 DOCUMENTATION = r"""
 ---
@@ -46,9 +46,9 @@ selection:
   type: dict
 """
 
-from ansible.module_utils.arcops.bundle import DEFAULT_RUNTIME_PATTERNS, BundleError
-from ansible.module_utils.arcops.debs import DebError
-from ansible.module_utils.arcops.stack import select
+from ansible.module_utils.arcops.kernel.bundle import DEFAULT_RUNTIME_PATTERNS, BundleError
+from ansible.module_utils.arcops.kernel.debs import DebError
+from ansible.module_utils.arcops.kernel.stack import select
 from ansible.module_utils.basic import AnsibleModule
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Ansible adapter over arcops.debrepack: split multi-directory run-parts calls in .debs."""
+"""Ansible adapter over arcops.kernel.debrepack: split multi-directory run-parts calls in .debs."""
 
 DOCUMENTATION = r"""
 ---
@@ -40,8 +40,8 @@ packages:
 
 from pathlib import Path
 
-from ansible.module_utils.arcops.checksum import sha256_file
-from ansible.module_utils.arcops.debrepack import RepackError, previous_report, repack_all
+from ansible.module_utils.arcops.common.checksum import sha256_file
+from ansible.module_utils.arcops.kernel.debrepack import RepackError, previous_report, repack_all
 from ansible.module_utils.basic import AnsibleModule
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Ansible adapter over arcops.dpkg_state: many dpkg diversions and holds in one task."""
+"""Ansible adapter over arcops.kernel.dpkg_state: many dpkg diversions and holds in one task."""
 
 DOCUMENTATION = r"""
 ---
@@ -62,7 +62,7 @@ off_pin:
 query_held: {description: Of O(query), those held., returned: with query, type: list, elements: str}
 """
 
-from ansible.module_utils.arcops.dpkg_state import (
+from ansible.module_utils.arcops.kernel.dpkg_state import (
     DpkgStateError,
     parse_diversions,
     parse_query,

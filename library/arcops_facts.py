@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Ansible adapter over arcops.facts: the box's host, GPU, PCIe, firmware and disk facts."""
+"""Ansible adapter over arcops.box.facts: the box's host, GPU, PCIe, firmware and disk facts."""
 
 DOCUMENTATION = r"""
 ---
@@ -34,8 +34,8 @@ ansible_facts:
   type: dict
 """
 
-from ansible.module_utils.arcops.facts import collect
-from ansible.module_utils.arcops.sysroot import SysRoot
+from ansible.module_utils.arcops.box.facts import collect
+from ansible.module_utils.arcops.common.sysroot import SysRoot
 from ansible.module_utils.basic import AnsibleModule
 
 

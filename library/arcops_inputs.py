@@ -1,12 +1,12 @@
 #!/usr/bin/python
-"""Ansible adapter over arcops.role_inputs: a role's input checks, every problem in one failure."""
+"""Ansible adapter over arcops.stages.role_inputs: a role's input checks, every problem in one failure."""
 
 DOCUMENTATION = r"""
 ---
 module: arcops_inputs
 short_description: Check a role's variables before anything changes, every problem at once
 description:
-  - Checks O(values) against the rules of O(role) (arcops.role_inputs) and fails once, naming
+  - Checks O(values) against the rules of O(role) (arcops.stages.role_inputs) and fails once, naming
     every problem by its variable, followed by C(Nothing was changed.).
   - "A pinned file (C({path | url, sha256})) must give exactly one of url (http or https) and
     path, and a sha256 of 64 lowercase hex digits; one given by path must exist and have that
@@ -43,7 +43,7 @@ problems:
   elements: str
 """
 
-from ansible.module_utils.arcops import role_inputs
+from ansible.module_utils.arcops.stages import role_inputs
 from ansible.module_utils.basic import AnsibleModule
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Ansible adapter over arcops.llama_source: Level Zero device allocations in a llama.cpp source."""
+"""Ansible adapter over arcops.llama.llama_source: Level Zero device allocations in a llama.cpp source."""
 
 DOCUMENTATION = r"""
 ---
@@ -77,7 +77,7 @@ unrouted:
 
 from pathlib import Path
 
-from ansible.module_utils.arcops.llama_source import SourceMismatch, apply
+from ansible.module_utils.arcops.llama.llama_source import SourceMismatch, apply
 from ansible.module_utils.basic import AnsibleModule
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Ansible adapter over arcops.pinned_file: bring one pinned file to the box, checked by sha256."""
+"""Ansible adapter over arcops.stages.pinned_file: bring one pinned file to the box, checked by sha256."""
 
 DOCUMENTATION = r"""
 ---
@@ -56,7 +56,7 @@ needs_copy:
   type: bool
 """
 
-from ansible.module_utils.arcops.pinned_file import PinnedFileError, ensure
+from ansible.module_utils.arcops.stages.pinned_file import PinnedFileError, ensure
 from ansible.module_utils.basic import AnsibleModule
 
 

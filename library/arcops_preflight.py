@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Ansible adapter over arcops.preflight: read the box, judge it, record a passing box, one call."""
+"""Ansible adapter over arcops.box.preflight: read the box, judge it, record a passing box, one call."""
 
 DOCUMENTATION = r"""
 ---
@@ -81,9 +81,10 @@ ansible_facts:
   type: dict
 """
 
-from ansible.module_utils.arcops import preflight, records, seal
-from ansible.module_utils.arcops.facts import collect
-from ansible.module_utils.arcops.sysroot import SysRoot
+from ansible.module_utils.arcops.box import preflight
+from ansible.module_utils.arcops.box.facts import collect
+from ansible.module_utils.arcops.common.sysroot import SysRoot
+from ansible.module_utils.arcops.stages import records, seal
 from ansible.module_utils.basic import AnsibleModule
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Ansible adapter over arcops.seal: is the stage converged (check), seal it (write), drop it."""
+"""Ansible adapter over arcops.stages.seal: is the stage converged (check), seal it (write), drop it."""
 
 DOCUMENTATION = r"""
 ---
@@ -84,7 +84,7 @@ source:
   type: str
 """
 
-from ansible.module_utils.arcops import seal
+from ansible.module_utils.arcops.stages import seal
 from ansible.module_utils.basic import AnsibleModule
 
 

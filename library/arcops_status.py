@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Ansible adapter over arcops.status: one row per site.yml stage, from the box's records."""
+"""Ansible adapter over arcops.stages.status: one row per site.yml stage, from the box's records."""
 
 DOCUMENTATION = r"""
 ---
@@ -34,7 +34,7 @@ lines:
   elements: str
 """
 
-from ansible.module_utils.arcops.status import lines, read_records, summarize
+from ansible.module_utils.arcops.stages.status import lines, read_records, summarize
 from ansible.module_utils.basic import AnsibleModule
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Ansible adapter over arcops.user_vars: the inventory's variables, checked before any change."""
+"""Ansible adapter over arcops.stages.user_vars: the inventory's variables, checked before any change."""
 
 DOCUMENTATION = r"""
 ---
@@ -7,7 +7,7 @@ module: arcops_user_vars
 short_description: Refuse misspelled arcops variables and values of the wrong type, by the user's name
 description:
   - Checks every variable named C(arcops_*) or after an arcops role (C(vllm_service_*), ...)
-    against the fleet-wide table in arcops.user_vars and each role's argument_specs, defaults
+    against the fleet-wide table in arcops.stages.user_vars and each role's argument_specs, defaults
     and vars under O(roles_dir), and the names its tasks register or set while they run. An
     unknown name is refused with the closest known one.
   - Runs on the control node, where the roles are; in-process through the action plugin of the
@@ -58,7 +58,7 @@ problems:
   elements: str
 """
 
-from ansible.module_utils.arcops.user_vars import inventory_problems, problems_message
+from ansible.module_utils.arcops.stages.user_vars import inventory_problems, problems_message
 from ansible.module_utils.basic import AnsibleModule
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Ansible adapter over arcops.vllm_spec: typed settings -> the vLLM container spec, or every problem."""
+"""Ansible adapter over arcops.vllm.vllm_spec: typed settings -> the vLLM container spec, or every problem."""
 
 DOCUMENTATION = r"""
 ---
@@ -19,7 +19,7 @@ description:
     (and masked in the result)."
 options:
   settings:
-    description: The settings; missing ones take arcops.vllm_spec.DEFAULTS, unknown ones fail.
+    description: The settings; missing ones take arcops.vllm.vllm_spec.DEFAULTS, unknown ones fail.
     type: dict
     required: true
   host_mem_total_gib:
@@ -52,9 +52,9 @@ docker:
   type: dict
 """
 
-from ansible.module_utils.arcops.host import mem_total_gib
-from ansible.module_utils.arcops.sysroot import SysRoot
-from ansible.module_utils.arcops.vllm_spec import SpecError, docker_container_args, render
+from ansible.module_utils.arcops.box.host import mem_total_gib
+from ansible.module_utils.arcops.common.sysroot import SysRoot
+from ansible.module_utils.arcops.vllm.vllm_spec import SpecError, docker_container_args, render
 from ansible.module_utils.basic import AnsibleModule
 
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from arcops.sysroot import SysRoot
+from arcops.common.sysroot import SysRoot
 
 REPO = Path(__file__).resolve().parent.parent
 HOST_FIXTURES = REPO / "tests" / "fixtures" / "hosts"

@@ -10,7 +10,8 @@ import subprocess
 
 import pytest
 
-from arcops import allocprobe, cli
+from arcops import cli
+from arcops.llama import allocprobe
 
 from .helpers.sycl_sdk import CXX_DIR
 

@@ -45,7 +45,7 @@ def test_facts_module_runs_through_ansiballz(dual_b60):
 
 @needs_ansible
 def test_llama_source_module_changes_once_and_reports_the_path(llama_fixture_repo, tmp_path):
-    from arcops.llama_source import HELPER, SYCL_DIR
+    from arcops.llama.llama_source import HELPER, SYCL_DIR
 
     from .helpers.llama_fixture import export
 

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from arcops import facts
-from arcops.sysroot import SysRoot
+from arcops.box import facts
+from arcops.common.sysroot import SysRoot
 
 pytestmark = pytest.mark.arc_hardware
 EXPECTED_GUC = os.environ.get("ARCOPS_EXPECTED_GUC", "70.60.0")
@@ -47,7 +47,7 @@ def test_level_zero_allocations_cost_no_host_ram():
     """The llama_cpp_sycl role's probe, run again: both Level Zero paths under 1% of 4 GiB."""
     import subprocess
 
-    from arcops import allocprobe
+    from arcops.llama import allocprobe
 
     done = subprocess.run([ONEAPI_ENV, PROBE, "--gib", "4"], capture_output=True, text=True, timeout=300)
     verdict = allocprobe.verdict(allocprobe.parse(done.stdout))
@@ -65,7 +65,7 @@ def test_vllm_came_up_without_xe_resets():
     import json
     from pathlib import Path
 
-    from arcops import journal, xe_events
+    from arcops.box import journal, xe_events
 
     report = json.loads(Path(VLLM_REPORT).read_text())
     assert report["result"] == "ready", report

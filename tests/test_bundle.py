@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from arcops import bundle, stack
 from arcops.cli import main
+from arcops.kernel import bundle, stack
 
 from .helpers.bundle_builder import build_bundle, css_blob
 

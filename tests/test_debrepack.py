@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from arcops import cli
-from arcops.checksum import sha256_file
-from arcops.debrepack import MARKER_FIELD, RepackError, repack, repack_all
-from arcops.debs import layout, members
+from arcops.common.checksum import sha256_file
+from arcops.kernel.debrepack import MARKER_FIELD, RepackError, repack, repack_all
+from arcops.kernel.debs import layout, members
 
 from .helpers.debian_mirror import MirrorUnreachable, fetch_deb, unreachable
 from .helpers.kernel_debs import tiny_packages
@@ -73,7 +73,7 @@ def test_ubuntu_template_package_is_repacked_and_marked(ubuntu_style_deb, tmp_pa
 
 
 def test_the_control_archive_is_read_once(ubuntu_style_deb, tmp_path, monkeypatch):
-    from arcops import debs
+    from arcops.kernel import debs
 
     calls = []
     real = debs._dpkg_deb

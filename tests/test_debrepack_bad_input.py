@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from arcops import cli, debrepack, debs
-from arcops.checksum import sha256_file
-from arcops.debrepack import RepackError, repack, repack_all
+from arcops import cli
+from arcops.common.checksum import sha256_file
+from arcops.kernel import debrepack, debs
+from arcops.kernel.debrepack import RepackError, repack, repack_all
 
 from .helpers import craft_deb
 from .helpers.craft_deb import TWO_DIRS, file_entry, special_entry

@@ -18,8 +18,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
-from arcops.docker_api import DockerError, Engine, parse_timestamp, process_tree, socket_path
-from arcops.sysroot import SysRoot
+from arcops.common.sysroot import SysRoot
+from arcops.vllm.docker_api import DockerError, Engine, parse_timestamp, process_tree, socket_path
 
 
 def rfc3339nano(when: float) -> str:

@@ -1,4 +1,4 @@
-"""arcops.dpkg_state: dpkg's real list formats, the plan, and the plan's commands run by the real
+"""arcops.kernel.dpkg_state: dpkg's real list formats, the plan, and the plan's commands run by the real
 dpkg-divert against a scratch database and tree."""
 
 import shutil
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arcops.dpkg_state import (
+from arcops.kernel.dpkg_state import (
     Diversion,
     DpkgStateError,
     parse_diversions,

@@ -1,6 +1,6 @@
 import pytest
 
-from arcops import facts
+from arcops.box import facts
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from arcops.firmware import FirmwareError, blob_version, guc_info_version, loaded_from_journal
-from arcops.sysroot import SysRoot
+from arcops.box.firmware import FirmwareError, blob_version, guc_info_version, loaded_from_journal
+from arcops.common.sysroot import SysRoot
 
 from .conftest import REPO
 from .helpers.debian_mirror import MirrorUnreachable, extract_deb, fetch_deb, unreachable

@@ -13,13 +13,16 @@ from pathlib import Path
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from arcops import allocprobe, bundle, debs, firmware, journal, vllm_spec, xe_events
-from arcops.gpus import _bar_mib
-from arcops.host import meminfo
-from arcops.pcie import _speed
-from arcops.runparts_split import rewrite
-from arcops.shellscan import ShellSyntaxError
-from arcops.sysroot import SysRoot, parse_int, parse_number
+from arcops.box import firmware, journal, xe_events
+from arcops.box.gpus import _bar_mib
+from arcops.box.host import meminfo
+from arcops.box.pcie import _speed
+from arcops.common.sysroot import SysRoot, parse_int, parse_number
+from arcops.kernel import bundle, debs
+from arcops.kernel.runparts_split import rewrite
+from arcops.kernel.shellscan import ShellSyntaxError
+from arcops.llama import allocprobe
+from arcops.vllm import vllm_spec
 
 FUZZ = settings(
     max_examples=150,

@@ -1,5 +1,5 @@
-from arcops import gpus
-from arcops.sysroot import SysRoot
+from arcops.box import gpus
+from arcops.common.sysroot import SysRoot
 
 
 def addresses(found):

@@ -1,5 +1,5 @@
-from arcops import grub
-from arcops.sysroot import SysRoot
+from arcops.common.sysroot import SysRoot
+from arcops.kernel import grub
 
 from .conftest import REPO
 

@@ -1,7 +1,7 @@
 import pytest
 
-from arcops import host
-from arcops.sysroot import SysRoot
+from arcops.box import host
+from arcops.common.sysroot import SysRoot
 
 
 def test_dual_b60_host(host_tree):

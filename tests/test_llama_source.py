@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from arcops import cli, llama_source
+from arcops import cli
+from arcops.llama import llama_source
 
 from .helpers.llama_fixture import FIXTURE, export
 

@@ -26,10 +26,10 @@ class _Spec(Exception):
 def _alias_module_utils() -> None:
     """ansible.module_utils.arcops.X is arcops.X, as Ansible's module_utils path makes it."""
     sys.modules.setdefault("ansible.module_utils.arcops", arcops)
-    for info in pkgutil.iter_modules(arcops.__path__):
-        sys.modules.setdefault(
-            f"ansible.module_utils.arcops.{info.name}", importlib.import_module(f"arcops.{info.name}")
-        )
+    for info in pkgutil.walk_packages(arcops.__path__, "arcops."):
+        if info.name.endswith(".__main__"):
+            continue  # importing it runs the CLI
+        sys.modules.setdefault(f"ansible.module_utils.{info.name}", importlib.import_module(info.name))
 
 
 def argument_spec(name: str) -> dict:

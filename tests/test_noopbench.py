@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arcops import noopbench
-from arcops.noopbench import BenchError, Run, recap, summary
+from arcops.devtools import noopbench
+from arcops.devtools.noopbench import BenchError, Run, recap, summary
 
 from .conftest import REPO
 from .test_ansible_module import ANSIBLE, needs_ansible

@@ -1,4 +1,4 @@
-from arcops.pcie import read_link, slot_address, upstream_chain
+from arcops.box.pcie import read_link, slot_address, upstream_chain
 
 
 def test_slot_link_is_read_from_the_cards_upstream_port(host_tree):
@@ -33,7 +33,7 @@ def test_full_link_is_not_downgraded(host_tree):
 
 
 def test_missing_attributes_read_as_unknown(tmp_path):
-    from arcops.sysroot import SysRoot
+    from arcops.common.sysroot import SysRoot
 
     link = read_link(SysRoot(tmp_path), "0000:01:00.0")
     assert (link.speed_gts, link.width, link.downgraded) == (None, None, False)

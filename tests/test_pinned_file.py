@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arcops import pinned_file
-from arcops.pinned_file import PinnedFileError, ensure
+from arcops.stages import pinned_file
+from arcops.stages.pinned_file import PinnedFileError, ensure
 
 from .test_ansible_module import needs_ansible, run_module
 

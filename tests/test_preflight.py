@@ -9,10 +9,11 @@ import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from arcops import preflight, records
-from arcops.facts import collect
-from arcops.preflight import Platform, Settings
-from arcops.sysroot import SysRoot
+from arcops.box import preflight
+from arcops.box.facts import collect
+from arcops.box.preflight import Platform, Settings
+from arcops.common.sysroot import SysRoot
+from arcops.stages import records
 
 from .conftest import HOST_FIXTURES, REPO
 from .test_ansible_module import needs_ansible, run_module

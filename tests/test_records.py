@@ -1,4 +1,4 @@
-"""arcops.records: the record files a stage writes, byte for byte what the roles wrote before
+"""arcops.stages.records: the record files a stage writes, byte for byte what the roles wrote before
 with Ansible's to_nice_json, and the module's stage table is the status summary's."""
 
 import json
@@ -11,8 +11,8 @@ from ansible.plugins.filter.core import to_nice_json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arcops import status
-from arcops.records import (
+from arcops.stages import status
+from arcops.stages.records import (
     FACT_DIR,
     HISTORY_DIR,
     STAGES,

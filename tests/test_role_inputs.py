@@ -7,7 +7,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from arcops import role_inputs
+from arcops.stages import role_inputs
 
 from .conftest import REPO
 
@@ -287,7 +287,7 @@ def test_the_module_documents_every_role_with_checks():
 def test_intel_stack_checks_the_lock_and_the_bundle_on_the_control_node(tmp_path):
     import json
 
-    from arcops import bundle
+    from arcops.kernel import bundle
 
     from .helpers.bundle_builder import build_bundle
 

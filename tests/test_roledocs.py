@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from arcops import roledocs
+from arcops.devtools import roledocs
 
 from .conftest import REPO
 from .test_ansible_module import ANSIBLE, needs_ansible

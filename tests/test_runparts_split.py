@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from arcops.runparts_split import rewrite
-from arcops.shellscan import ShellSyntaxError
+from arcops.kernel.runparts_split import rewrite
+from arcops.kernel.shellscan import ShellSyntaxError
 
 SCRIPTS = Path(__file__).parent / "fixtures" / "maintscripts"
 

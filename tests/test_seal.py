@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arcops import seal
+from arcops.stages import seal
 
 from .conftest import REPO
 from .test_ansible_module import needs_ansible, run_module

@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arcops.status import STAGES, lines, read_records, summarize
+from arcops.stages.status import STAGES, lines, read_records, summarize
 
 from .test_fuzz import FUZZ
 

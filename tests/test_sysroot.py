@@ -1,4 +1,4 @@
-from arcops.sysroot import SysRoot
+from arcops.common.sysroot import SysRoot
 
 
 def test_fixture_trees_are_labelled_simulated(dual_b60):

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from arcops import user_vars
+from arcops.stages import user_vars
 
 from .conftest import REPO
 from .test_fuzz import FUZZ, json_values
@@ -54,7 +54,7 @@ def test_every_arcops_variable_the_project_reads_is_in_the_table():
     modules = {p.stem for p in (REPO / "library").glob("arcops_*.py")}
     facts = {"arcops_" + r.name for r in (REPO / "roles").iterdir()} | {"arcops_facts"}
     missing = used - set(user_vars.USER_VARS) - user_vars.RUN_FACTS - modules - facts
-    assert not missing, f"add to arcops.user_vars.USER_VARS: {sorted(missing)}"
+    assert not missing, f"add to arcops.stages.user_vars.USER_VARS: {sorted(missing)}"
 
 
 @FUZZ

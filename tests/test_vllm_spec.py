@@ -13,8 +13,9 @@ import shlex
 
 import pytest
 
-from arcops import cli, vllm_spec
-from arcops.vllm_spec import SpecError, render
+from arcops import cli
+from arcops.vllm import vllm_spec
+from arcops.vllm.vllm_spec import SpecError, render
 
 from .conftest import REPO
 from .test_ansible_module import needs_ansible, run_module
@@ -707,7 +708,7 @@ def test_cli_bad_yaml_names_the_line_not_its_text(tmp_path, capsys):
 
 
 def test_cli_checks_against_this_machines_memtotal_by_default(capsys, monkeypatch):
-    from arcops import host
+    from arcops.box import host
 
     monkeypatch.setattr(host, "meminfo", lambda sysroot: {"MemTotal": 25 * 2**30})
     args = [a for k, v in BASE.items() for a in ("-e", f"vllm_service_{k}={v}")]
@@ -770,8 +771,8 @@ def test_module_fails_with_every_problem_and_never_takes_the_key():
 
 @needs_ansible
 def test_module_reads_this_hosts_ram_when_not_told():
-    from arcops.host import GIB, meminfo
-    from arcops.sysroot import SysRoot
+    from arcops.box.host import GIB, meminfo
+    from arcops.common.sysroot import SysRoot
 
     here = meminfo(SysRoot("/"))["MemTotal"] / GIB
     task = run_module("arcops_vllm_spec", json.dumps({"settings": BASE | {"profile": "graph_mtp"}}))

@@ -1,6 +1,6 @@
 """The xe watchdog with fakes: engine, kernel journal, /proc and sysfs trees, py-spy; real sd_notify sockets.
 
-Also journal following (arcops.journal.follow) against a real journald, in a namespace of its own.
+Also journal following (arcops.box.journal.follow) against a real journald, in a namespace of its own.
 """
 
 import json
@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from arcops import journal
+from arcops.box import journal
 from arcops.cli import main
-from arcops.docker_api import DockerError, process_tree
-from arcops.sysroot import SysRoot
-from arcops.watchdog import Options, SpecError, Watchdog, load_spec, sd_notify
+from arcops.common.sysroot import SysRoot
+from arcops.vllm.docker_api import DockerError, process_tree
+from arcops.vllm.watchdog import Options, SpecError, Watchdog, load_spec, sd_notify
 
 from .test_docker_api import podman_engine, podman_shell_container  # noqa: F401  (podman_engine: a fixture)
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from arcops.xe_events import (
+from arcops.box.xe_events import (
     ENGINE_RESET,
     GT_RESET,
     GT_RESET_FAILED,
@@ -184,7 +184,7 @@ def test_events_stream_lazily():
 
 def test_kernel_lines_with_check_fails_when_the_journal_cannot_be_read(tmp_path, monkeypatch):
     """What the hardware check relies on: no journalctl, or a failing one, is an error, not 0 events."""
-    from arcops import journal
+    from arcops.box import journal
 
     monkeypatch.setenv("PATH", str(tmp_path))
     assert list(journal.kernel_lines()) == []  # the lenient reader: nothing

@@ -25,7 +25,7 @@ class ActionModule(ActionBase):
             return {**result, "failed": True, "msg": f"{unknown[0]}: not an option of arcops_inputs"}
         if str(SRC) not in sys.path:
             sys.path.insert(0, str(SRC))
-        from arcops import role_inputs
+        from arcops.stages import role_inputs
 
         try:
             found = role_inputs.problems(args.get("role"), args.get("values"))

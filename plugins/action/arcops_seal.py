@@ -28,7 +28,7 @@ class ActionModule(ActionBase):
             return {**result, "failed": True, "msg": "surveyed: must be a survey (a mapping) or omitted"}
         if str(SRC) not in sys.path:
             sys.path.insert(0, str(SRC))
-        from arcops import seal
+        from arcops.stages import seal
 
         state_dir, check = args.get("state_dir"), args.get("action", "check") == "check"
         if check and isinstance(state_dir, str) and seal.covers(surveyed, state_dir):

@@ -33,7 +33,7 @@ class ActionModule(ActionBase):
             return {**result, "failed": True, "msg": "variables, pattern: give exactly one"}
         if str(SRC) not in sys.path:
             sys.path.insert(0, str(SRC))
-        from arcops.user_vars import inventory_problems, problems_message, shapes
+        from arcops.stages.user_vars import inventory_problems, problems_message, shapes
 
         try:
             if args.get("pattern") is not None:

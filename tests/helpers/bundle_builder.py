@@ -35,7 +35,7 @@ RUNTIME = [  # (folder, package, version, architecture)
 
 
 def css_blob(version: str, payload: int = 4096) -> bytes:
-    """A GuC blob with a valid CSS header (see arcops.firmware)."""
+    """A GuC blob with a valid CSS header (see arcops.box.firmware)."""
     major, minor, patch = (int(v) for v in version.split("."))
     header = bytearray(128)
     struct.pack_into("<5I", header, 0, 6, 32 + 64 + 64 + 1, 0x10000, 0, 0x8086)

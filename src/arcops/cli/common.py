@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..sysroot import SysRoot
+from ..common.sysroot import SysRoot
 
 
 def one_line(e: BaseException) -> str:

@@ -6,10 +6,10 @@ import argparse
 import io
 import sys
 
-from .. import facts, firmware, journal
-from ..inputs import open_input
-from ..pcie import PCI_DEVICES
-from ..report import print_json, print_table
+from ..box import facts, firmware, journal
+from ..box.pcie import PCI_DEVICES
+from ..common.inputs import open_input
+from ..common.report import print_json, print_table
 from .common import read_root, with_root
 
 GPU_COLUMNS = [

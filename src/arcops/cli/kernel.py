@@ -7,10 +7,10 @@ import json
 import sys
 from pathlib import Path
 
-from .. import bundle, debrepack, grub
-from ..debs import DebError
-from ..outputs import OutputError, output_file, write_atomic
-from ..report import print_json, print_table
+from ..common.outputs import OutputError, output_file, write_atomic
+from ..common.report import print_json, print_table
+from ..kernel import bundle, debrepack, grub
+from ..kernel.debs import DebError
 from .common import Parser, read_root
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import allocprobe, llama_source
-from ..inputs import read_bytes
-from ..report import print_json
+from ..common.inputs import read_bytes
+from ..common.report import print_json
+from ..llama import allocprobe, llama_source
 
 
 def _cmd_llama_source(args: argparse.Namespace) -> int:

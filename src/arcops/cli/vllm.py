@@ -7,12 +7,13 @@ import json
 import sys
 from pathlib import Path
 
-from ..sysroot import SysRoot
+from ..common.sysroot import SysRoot
 from .common import Parser, finite, positive_int, seconds
 
 
 def _cmd_vllm_render(args: argparse.Namespace) -> int:
-    from .. import host, role_vars, vllm_spec
+    from ..box import host
+    from ..vllm import role_vars, vllm_spec
 
     try:
         given: dict = {}
@@ -49,10 +50,10 @@ def _cmd_vllm_render(args: argparse.Namespace) -> int:
 
 
 def _cmd_watchdog(args: argparse.Namespace) -> int:
-    """Start the spec's vLLM container under the xe watchdog (exit codes: arcops.watchdog)."""
+    """Start the spec's vLLM container under the xe watchdog (exit codes: arcops.vllm.watchdog)."""
     import signal
 
-    from .. import docker_api, watchdog
+    from ..vllm import docker_api, watchdog
 
     try:
         spec = watchdog.load_spec(args.spec)

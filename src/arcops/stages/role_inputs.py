@@ -17,8 +17,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .bundle import BundleError, load_lock
-from .checksum import sha256_file
+from ..common.checksum import sha256_file
+from ..kernel.bundle import BundleError, load_lock
 
 SHA256 = re.compile(r"[0-9a-f]{64}")
 HTTP_URL = re.compile(r"^https?://")
@@ -162,7 +162,7 @@ def mainline_kernel(v: dict) -> list[str]:
 
 def vllm_service(v: dict) -> list[str]:
     """The engine pin, the pinned files (engine key, image archive, py-spy wheel), the image's
-    digest when pulled, the watchdog. The container's settings are arcops.vllm_spec's."""
+    digest when pulled, the watchdog. The container's settings are arcops.vllm.vllm_spec's."""
     out = []
     source = v.get("vllm_service_docker_source")
     if source != "none" and not v.get("vllm_service_docker_version"):

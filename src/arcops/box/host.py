@@ -6,7 +6,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .sysroot import SysRoot, parse_int
+from ..common.sysroot import SysRoot, parse_int
 
 KIB = 1024
 GIB = 1024**3

@@ -25,7 +25,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .checksum import sha256_file
+from ..common.checksum import sha256_file
+from ..common.outputs import OutputError, output_dir, write_atomic
 from .debs import (
     AR_HEADER,
     AR_MAGIC,
@@ -37,7 +38,6 @@ from .debs import (
     control_tar,
     layout,
 )
-from .outputs import OutputError, output_dir, write_atomic
 from .runparts_split import rewrite
 from .shellscan import ShellSyntaxError
 

@@ -11,7 +11,7 @@ import os
 import re
 from dataclasses import asdict, dataclass
 
-from .sysroot import SysRoot, parse_int, parse_number
+from ..common.sysroot import SysRoot, parse_int, parse_number
 
 PCI_DEVICES = "/sys/bus/pci/devices"
 _ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]$")

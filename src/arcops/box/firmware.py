@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .sysroot import SysRoot
+from ..common.sysroot import SysRoot
 
 INTEL_VENDOR = 0x8086
 CSS_HEADER_SIZE = 128

@@ -311,7 +311,7 @@ def inspect(root: Path | str) -> tuple[Result, dict[Path, str]]:
 
 def shipped_helper() -> str:
     """The helper header shipped in this package (src/arcops/cxx)."""
-    return (Path(__file__).parent / "cxx" / HELPER).read_text()
+    return (Path(__file__).parents[1] / "cxx" / HELPER).read_text()
 
 
 def apply(root: Path | str, helper_text: str, check: bool = False) -> Result:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..common.sysroot import SysRoot
 from . import firmware, gpus, host, journal
-from .sysroot import SysRoot
 
 
 def collect(sysroot: SysRoot, disk_paths: Iterable[str] = (), read_journal: bool | None = None) -> dict:

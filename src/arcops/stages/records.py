@@ -18,11 +18,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .outputs import write_atomic
+from ..common.outputs import write_atomic
 
 FACT_DIR = "/etc/ansible/facts.d"
 # Every stage's state folder is STATE_ROOT/<stage> by default (its *_state_dir variable); the
-# seals there are read together once per run (arcops.seal.survey).
+# seals there are read together once per run (arcops.stages.seal.survey).
 STATE_ROOT = "/var/lib/arcops"
 STATE_FILE = "state.json"
 HISTORY_DIR = "history"

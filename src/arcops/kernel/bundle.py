@@ -23,9 +23,9 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .checksum import sha256_file
+from ..box.firmware import FirmwareError, blob_version
+from ..common.checksum import sha256_file
 from .debs import DebError, control_fields
-from .firmware import FirmwareError, blob_version
 
 FLAVOURS = {"server": "ubuntu-24.04-server", "desktop": "ubuntu-24.04-desktop"}
 LOCK_FORMAT = 1

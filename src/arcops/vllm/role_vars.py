@@ -13,7 +13,7 @@ import json
 import re
 import sys
 
-from .inputs import read_text
+from ..common.inputs import read_text
 from .vllm_spec import DEFAULTS, PREFIX, settings_from_role_vars
 
 

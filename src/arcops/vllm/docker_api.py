@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from urllib.parse import quote, urlencode
 
-from .sysroot import SysRoot
+from ..common.sysroot import SysRoot
 
 API_VERSION = "v1.41"
 # States a container passes through before its exit code is final (Docker's and podman's).

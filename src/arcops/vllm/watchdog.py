@@ -38,20 +38,19 @@ import json
 import os
 import queue
 import re
-import shutil
 import socket
-import subprocess
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import journal, xe_events
+from ..box import journal, xe_events
+from ..common.inputs import InputError, read_text
+from ..common.sysroot import SysRoot
 from .docker_api import DockerError
-from .inputs import InputError, read_text
-from .sysroot import SysRoot
+from .evidence import python_stacks, take_devcoredumps
+from .watch_events import PREFIX, WatchEvents, close
 
 EXIT_READY, EXIT_CRASH, EXIT_ERROR, EXIT_XE_EVENTS, EXIT_TIMEOUT = 0, 1, 2, 3, 4
 # Run results (the report's "result"); STOPPED: a signal stopped it before ready.
@@ -64,7 +63,6 @@ READY_TEXT = "Application startup complete."
 # vLLM: logger.info("GPU KV cache size: %s tokens", f"{num_tokens:,}")
 KV_CACHE_RE = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
 MARKER_PREFIX = ".arcops-warm-"
-PREFIX = "arcops-watchdog: "
 
 
 class SpecError(ValueError):
@@ -138,6 +136,10 @@ class Watchdog:
     engine: docker_api.Engine or a fake with inspect, start, stop, wait, logs, pids.
     journal_factory: called right before each start; returns an iterable of kernel log lines
       logged from that moment on (with close() to stop it). Default: journal.follow().
+
+    What it waits on comes through WatchEvents (one queue, a reader thread per source); the
+    evidence of a hang is taken by evidence.python_stacks and evidence.take_devcoredumps; this
+    class decides: retry, give up, or serve.
     """
 
     def __init__(
@@ -160,10 +162,8 @@ class Watchdog:
         self.clock = clock
         self.notify = notify
         self.out = out or (lambda text: print(text, flush=True))
-        # SimpleQueue: its put() may be called from a signal handler (queue.Queue's may deadlock).
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.events = WatchEvents(clock)
         self._stop_signal: int | None = None
-        self._closers: list[Callable[[], None]] = []
         self.started = self.clock()
         self.stamp = datetime.fromtimestamp(self.started, UTC).strftime("%Y%m%dT%H%M%SZ")
         self.report: dict = {
@@ -189,7 +189,7 @@ class Watchdog:
     def request_stop(self, signum: int = 15) -> None:
         """Stop the container and end run() (safe to call from a signal handler)."""
         self._stop_signal = signum
-        self._queue.put(("signal", None, signum))
+        self.events.put("signal", None, signum)
 
     def run(self) -> int:
         try:
@@ -199,7 +199,7 @@ class Watchdog:
         except (journal.JournalError, OSError) as e:
             result = self._error(str(e))
         finally:
-            self._close_all()
+            self.events.close_all()
         return self._finish(result)
 
     @property
@@ -253,7 +253,7 @@ class Watchdog:
                 self._say(f"cannot write the warm-cache marker {marker}: {e.strerror}")
         if self.options.warm_restart and cold:
             self._say(f"warm restart: stopping {self.name} to start it again on warm caches")
-            self._close_all()
+            self.events.close_all()
             self.engine.stop(self.name, self.options.stop_timeout)
             result, ready = self._phase(warm=True)
             warm = self.report["warm_restart"]
@@ -316,15 +316,13 @@ class Watchdog:
         self._say(f"{label}: starting {self.name}, watching the kernel journal for xe events")
         # The journal mark comes first: every kernel line from here on is seen, none from before.
         follower = self.journal_factory()
-        self._closers.append(lambda: _close(follower))
+        self.events.on_close(follower)
         t0 = self.clock()
         attempt["started_at"] = _iso(t0)
         self.engine.start(self.name)
-        self._spawn(n, "journal", self._read_journal, follower)
-        stream = self.engine.logs(self.name, since=t0, follow=True)
-        self._closers.append(lambda: _close(stream))
-        self._spawn(n, "logs", self._read_logs, stream)
-        self._spawn(n, "wait", self._wait_exit)
+        self.events.journal(n, follower)
+        self.events.logs(n, self.engine.logs(self.name, since=t0, follow=True))
+        self.events.exit(n, self.engine, self.name)
         deadline = t0 + self.options.start_timeout
         journal_warned = False
         while True:
@@ -339,7 +337,7 @@ class Watchdog:
                 attempt["outcome"] = "timeout"
                 return attempt
             try:
-                kind, token, payload = self._queue.get(timeout=min(remaining, 1.0))
+                kind, token, payload = self.events.get(timeout=min(remaining, 1.0))
             except queue.Empty:
                 continue
             if token not in (None, n):
@@ -358,7 +356,7 @@ class Watchdog:
                         f"{label}: ready after {attempt['seconds_to_ready']:g} s, "
                         f"GPU KV cache {_tokens(attempt['kv_cache_tokens'])} tokens"
                     )
-                    _close(follower)
+                    close(follower)
                     return attempt
             elif kind == "xe":
                 self._xe_event(attempt, label, payload, exited=False)
@@ -386,7 +384,7 @@ class Watchdog:
         """After ready: forward the log until the container exits (crash) or a signal stops it."""
         n = ready["n"]
         while True:
-            kind, token, payload = self._queue.get()
+            kind, token, payload = self.events.get()
             if token not in (None, n):
                 continue
             if kind == "log":
@@ -411,22 +409,8 @@ class Watchdog:
         if m:
             attempt["kv_cache_tokens"] = int(m[1].replace(",", ""))
 
-    def _settle(self, n: int) -> Iterator[tuple[str, object]]:
-        """Attempt n's queued items for dump_settle seconds; a signal ends it early (left queued)."""
-        deadline = self.clock() + self.options.dump_settle
-        while (remaining := deadline - self.clock()) > 0:
-            try:
-                kind, token, payload = self._queue.get(timeout=remaining)
-            except queue.Empty:
-                return
-            if kind == "signal":
-                self._queue.put((kind, token, payload))  # handled by the next wait
-                return
-            if token == n:
-                yield kind, payload
-
     def _late_xe_event(self, n: int) -> xe_events.Event | None:
-        for kind, payload in self._settle(n):
+        for kind, payload in self.events.settle(n, self.options.dump_settle):
             if kind == "xe":
                 return payload
             if kind == "log":
@@ -448,7 +432,7 @@ class Watchdog:
         )
         # Both cards usually log within the same second, and the devcoredump shows up a moment
         # after the reset: collect what follows for dump_settle seconds.
-        for kind, payload in self._settle(n):
+        for kind, payload in self.events.settle(n, self.options.dump_settle):
             if kind == "xe":
                 attempt["events"].append(payload.as_dict())
                 self._say(f"{label}: also {payload.summary()}")
@@ -469,47 +453,7 @@ class Watchdog:
 
     def _stop_container(self, attempt: dict) -> None:
         self.engine.stop(self.name, self.options.stop_timeout)
-        self._close_all()
-
-    # --- threads ----------------------------------------------------------------------------------
-
-    def _spawn(self, n: int, what: str, target, *args) -> None:
-        threading.Thread(target=target, args=(n, *args), name=f"watchdog-{what}-{n}", daemon=True).start()
-
-    def _read_journal(self, n: int, follower: Iterable[str]) -> None:
-        why = "journalctl exited"
-        try:
-            for line in follower:
-                try:
-                    found = list(xe_events.events([line]))
-                except Exception as e:  # one odd entry must not blind the watchdog to the next
-                    self._queue.put(("log", n, f"{PREFIX}unreadable kernel journal entry skipped: {e}"))
-                    continue
-                for event in found:
-                    self._queue.put(("xe", n, event))
-        except Exception as e:  # a reader thread must report, never die silently
-            why = str(e)
-        self._queue.put(("journal_end", n, why))
-
-    def _read_logs(self, n: int, stream: Iterable[str]) -> None:
-        try:
-            for line in stream:
-                self._queue.put(("log", n, line))
-        except Exception as e:
-            self._queue.put(("log", n, f"{PREFIX}container log stream ended: {e}"))
-
-    def _wait_exit(self, n: int) -> None:
-        try:
-            code = self.engine.wait(self.name)
-        except Exception as e:
-            self._queue.put(("wait_error", n, str(e)))
-            return
-        self._queue.put(("exit", n, code))
-
-    def _close_all(self) -> None:
-        closers, self._closers = self._closers, []
-        for close in closers:
-            close()
+        self.events.close_all()
 
     # --- evidence ---------------------------------------------------------------------------------
 
@@ -517,77 +461,13 @@ class Watchdog:
         return self.options.report_dir / self.stamp / f"attempt-{n}"
 
     def _stacks(self, where: Path) -> list[dict]:
-        """py-spy dump of every python process in the container: {pid, file} or {pid, error}.
-
-        The dumps run side by side and share one deadline (py_spy_timeout), so a process stuck in
-        the driver cannot hold up the restart for long.
-        """
-        try:
-            pids = self.engine.pids(self.name, self.sysroot)
-        except DockerError as e:
-            return [{"pid": None, "error": f"container processes: {e}"}]
-        stacks: list[dict] = []
-        running = []
-        for pid in pids:
-            exe = self.sysroot.link_name(f"/proc/{pid}/exe") or ""
-            if not exe.startswith("python"):
-                continue
-            entry: dict = {"pid": pid, "exe": exe}
-            stacks.append(entry)
-            argv = [self.options.py_spy, "dump", "--pid", str(pid)]
-            try:
-                proc = subprocess.Popen(
-                    argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace"
-                )
-            except FileNotFoundError:
-                entry["error"] = f"{self.options.py_spy} not found (install py-spy)"
-                continue
-            except OSError as e:
-                entry["error"] = f"{self.options.py_spy}: {e}"
-                continue
-            running.append((entry, proc))
-        deadline = self.clock() + self.options.py_spy_timeout
-        for entry, proc in running:
-            try:
-                out, err = proc.communicate(timeout=max(deadline - self.clock(), 0.1))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.communicate()
-                entry["error"] = f"py-spy took more than {self.options.py_spy_timeout:g} s"
-                continue
-            if proc.returncode != 0:
-                tail = (err.strip() or out.strip())[-500:]
-                entry["error"] = f"py-spy exited {proc.returncode}: {tail}"
-                continue
-            where.mkdir(parents=True, exist_ok=True)
-            path = where / f"stack-{entry['pid']}.txt"
-            path.write_text(out, encoding="utf-8")
-            entry["file"] = str(path)
-        return stacks
+        o = self.options
+        return python_stacks(
+            self.engine, self.name, self.sysroot, where, o.py_spy, o.py_spy_timeout, self.clock
+        )
 
     def _devcoredumps(self, where: Path) -> list[dict]:
-        """Copy each card's xe devcoredump into `where`, then free it (write to data)."""
-        dumps = []
-        for card in self.sysroot.listdir("/sys/class/drm"):
-            if not re.fullmatch(r"card\d+", card):
-                continue
-            data = self.sysroot.path(f"/sys/class/drm/{card}/device/devcoredump/data")
-            if not data.exists():
-                continue
-            device = self.sysroot.link_name(f"/sys/class/drm/{card}/device")
-            target = where / f"devcoredump-{card}.txt"
-            try:
-                where.mkdir(parents=True, exist_ok=True)
-                with data.open("rb") as src, target.open("wb") as dst:
-                    shutil.copyfileobj(src, dst, 1 << 20)
-                with data.open("w") as free:
-                    free.write("1")
-            except OSError as e:
-                dumps.append({"card": card, "device": device, "error": f"{data}: {e}"})
-                continue
-            size = target.stat().st_size
-            dumps.append({"card": card, "device": device, "file": str(target), "bytes": size})
-        return dumps
+        return take_devcoredumps(self.sysroot, where)
 
     # --- report -----------------------------------------------------------------------------------
 
@@ -615,9 +495,3 @@ class Watchdog:
 
 def _tokens(n: int | None) -> str:
     return "?" if n is None else f"{n:,}"
-
-
-def _close(thing) -> None:
-    close = getattr(thing, "close", None)
-    if close is not None:
-        close()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
+from ..common.sysroot import SysRoot, parse_int
 from .pci_ids import INTEL_VENDOR, model_name
 from .pcie import PCI_DEVICES, read_link, slot_address
-from .sysroot import SysRoot, parse_int
 
 DISPLAY_CLASS_PREFIX = "0x03"  # PCI base class 03: VGA, 3D and other display controllers
 MIB = 1024 * 1024

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .inputs import InputError, read_text
+from ..common.inputs import InputError, read_text
 from .records import FACT_DIR, STAGES
 
 _RECORD_MAX = 4 * 2**20

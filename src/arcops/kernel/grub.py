@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
-from .sysroot import SysRoot
+from ..common.sysroot import SysRoot
 
 _OPEN_RE = re.compile(
     r"^\s*(?P<kind>submenu|menuentry)\s+(?P<quote>['\"])(?P<title>.*?)(?P=quote)(?P<rest>.*)\{\s*$"

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any, get_origin, get_type_hints
 
+from ..common.sysroot import SysRoot
 from .host import os_release
-from .sysroot import SysRoot
 
 # os-release ID -> the distribution name Ansible reports (and the settings use).
 DISTRIBUTIONS = {"ubuntu": "Ubuntu", "debian": "Debian"}

@@ -19,8 +19,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .outputs import OutputError, output_file, write_atomic
-from .report import print_json, print_table
+from ..common.outputs import OutputError, output_file, write_atomic
+from ..common.report import print_json, print_table
 
 # What a well-kept converged playbook costs on the lab's two boxes (issue targets).
 TARGET_MEDIAN_S = 15.0

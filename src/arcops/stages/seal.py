@@ -28,11 +28,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from . import facts
-from .checksum import sha256_file
-from .docker_api import DockerError, Engine
-from .outputs import write_atomic
-from .sysroot import SysRoot
+from ..box import facts
+from ..common.checksum import sha256_file
+from ..common.outputs import write_atomic
+from ..common.sysroot import SysRoot
+from ..vllm.docker_api import DockerError, Engine
 
 SEAL_FILE = "seal.json"
 FORMAT = 2
@@ -171,7 +171,7 @@ def read_kernel(_: Any = None) -> str:
 
 
 def read_gpus(root: str) -> list[dict]:
-    """Every Arc GPU's address, driver, render node and loaded GuC (arcops.facts, no journal)."""
+    """Every Arc GPU's address, driver, render node and loaded GuC (arcops.box.facts, no journal)."""
     found = facts.collect(SysRoot(root), read_journal=False)["gpus"]
     keep = ("address", "model", "driver", "render", "guc_loaded")
     return [{k: g.get(k) for k in keep} for g in found if g.get("model")]

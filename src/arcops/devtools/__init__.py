@@ -1,0 +1,1 @@
+"""The project's own tools: role pages from argument_specs, the no-op re-run benchmark."""

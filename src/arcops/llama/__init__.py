@@ -1,0 +1,1 @@
+"""llama.cpp: Level Zero device allocations in its SYCL backend, and the allocation probe."""

@@ -1,0 +1,1 @@
+"""What every stage role shares: input checks, pinned files, records, seals, inventory variables."""

@@ -1,0 +1,1 @@
+"""vLLM serving: the container spec, the Docker API, the start watchdog and its evidence."""
