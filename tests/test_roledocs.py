@@ -4,11 +4,14 @@ import json
 import subprocess
 
 import pytest
+import yaml
 
 from arcops.devtools import roledocs
 
 from .conftest import REPO
 from .test_ansible_module import ANSIBLE, needs_ansible
+
+ROLES = sorted(p.parent.parent.name for p in (REPO / "roles").glob("*/meta/argument_specs.yml"))
 
 
 def test_every_role_page_is_up_to_date(capsys):
@@ -76,9 +79,7 @@ def test_a_role_without_specs_or_a_stale_page_is_said_in_one_line(tmp_path, caps
 
 
 @needs_ansible
-@pytest.mark.parametrize(
-    "role", sorted(p.parent.parent.name for p in (REPO / "roles").glob("*/meta/argument_specs.yml"))
-)
+@pytest.mark.parametrize("role", ROLES)
 def test_ansible_doc_renders_every_role(role):
     doc = ANSIBLE.replace("bin/ansible", "bin/ansible-doc")
     done = subprocess.run(
@@ -90,3 +91,22 @@ def test_ansible_doc_renders_every_role(role):
     assert done.returncode == 0 and "[ERROR]" not in done.stderr, done.stderr
     entries = json.loads(done.stdout)[role]["entry_points"]
     assert "main" in entries and all(e.get("short_description") for e in entries.values())
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_default_is_documented_with_the_same_value(role):
+    """defaults/main.yml and meta/argument_specs.yml agree: every default has a spec entry (the
+    page users read), and a spec that states a default states this one."""
+    defaults_file = REPO / "roles" / role / "defaults" / "main.yml"
+    defaults = (yaml.safe_load(defaults_file.read_text()) or {}) if defaults_file.exists() else {}
+    specs = yaml.safe_load((REPO / "roles" / role / "meta" / "argument_specs.yml").read_text())[
+        "argument_specs"
+    ]
+    options = {}
+    for entry in specs.values():
+        options.update(entry.get("options") or {})
+    assert [name for name in defaults if name not in options] == []
+    for name, value in defaults.items():
+        spec = options[name]
+        if "default" in spec and not (isinstance(value, str) and "{{" in value):
+            assert spec["default"] == value, name

@@ -90,10 +90,12 @@ class Run:
         self.lines = queue.SimpleQueue()
         self.ended = threading.Event()
         self.code = None
+        self.ended_at = None
 
     def end(self, code):
         if not self.ended.is_set():
             self.code = code
+            self.ended_at = time.time()
             self.ended.set()
             self.lines.put(None)
 
@@ -119,6 +121,8 @@ class FakeEngine:
         self.freed: list[str] = []  # devcoredumps the watchdog freed (wrote to their data)
         self.run: Run | None = None
         self.starts = 0
+        self.start_times: list[float] = []
+        self.runs: list[Run] = []
         self.fail_start = None
 
     @property
@@ -128,17 +132,20 @@ class FakeEngine:
     def inspect(self, name):
         if not self.exists:
             return None
-        return {
-            "State": {"Running": self.running, "Pid": 100 if self.running else 0},
-            "Config": {"Tty": False},
-        }
+        state = {"Running": self.running, "Pid": 100 if self.running else 0}
+        if self.run is not None and self.run.ended_at is not None:  # as podman says it: ns, UTC
+            whole = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.run.ended_at))
+            state["FinishedAt"] = f"{whole}.{int(self.run.ended_at % 1 * 1e9):09d}Z"
+        return {"State": state, "Config": {"Tty": False}}
 
     def start(self, name):
         self.calls.append("start")
         if self.fail_start:
             raise DockerError(self.fail_start, 500)
         self.starts += 1
+        self.start_times.append(time.time())
         run = self.run = Run()
+        self.runs.append(run)
         script = self.scripts[min(self.starts, len(self.scripts)) - 1]
         threading.Thread(target=self._play, args=(run, script), daemon=True).start()
 
@@ -471,6 +478,9 @@ def test_warm_restart_when_the_caches_are_cold(tmp_path):
         "kv_cache_tokens": 657184,
     }
     assert h.said("warm restart: GPU KV cache 553,184 tokens cold -> 657,184 warm")
+    # podman stamps log lines in whole seconds: the restart waits for the second after the first
+    # run ended, so that run's lines cannot pass for the new one's.
+    assert int(h.engine.start_times[1]) > int(h.engine.runs[0].ended_at)
 
 
 def test_no_warm_restart_when_the_caches_are_warm(tmp_path):

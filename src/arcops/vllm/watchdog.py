@@ -35,6 +35,7 @@ stacks and devcoredumps under <report dir>/<UTC timestamp>/attempt-N/.
 from __future__ import annotations
 
 import json
+import math
 import os
 import queue
 import re
@@ -48,7 +49,7 @@ from pathlib import Path
 from ..box import journal, xe_events
 from ..common.inputs import InputError, read_text
 from ..common.sysroot import SysRoot
-from .docker_api import DockerError
+from .docker_api import DockerError, parse_timestamp
 from .evidence import python_stacks, take_devcoredumps
 from .watch_events import PREFIX, WatchEvents, close
 
@@ -150,6 +151,7 @@ class Watchdog:
         journal_factory: Callable[[], Iterable[str]] = journal.follow,
         sysroot: SysRoot | None = None,
         clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
         notify: Callable[[str], bool] = sd_notify,
         out: Callable[[str], None] | None = None,
     ) -> None:
@@ -160,6 +162,7 @@ class Watchdog:
         self.journal_factory = journal_factory
         self.sysroot = sysroot or SysRoot("/")
         self.clock = clock
+        self.sleep = sleep
         self.notify = notify
         self.out = out or (lambda text: print(text, flush=True))
         self.events = WatchEvents(clock)
@@ -315,6 +318,7 @@ class Watchdog:
         self.report["attempts"].append(attempt)
         self._say(f"{label}: starting {self.name}, watching the kernel journal for xe events")
         # The journal mark comes first: every kernel line from here on is seen, none from before.
+        self._start_in_a_new_second()
         follower = self.journal_factory()
         self.events.on_close(follower)
         t0 = self.clock()
@@ -379,6 +383,17 @@ class Watchdog:
                 self._say(f"{label}: the kernel journal follower ended ({payload}): xe events go unseen")
             elif kind == "wait_error":
                 raise DockerError(payload)
+
+    def _start_in_a_new_second(self) -> None:
+        """Wait for the second after the container's last run ended. podman stamps log lines in
+        whole seconds, so logs(since=t0) lets through a line the last run wrote in t0's second:
+        a warm restart right after a ready start once read the old run's "startup complete"."""
+        info = self.engine.inspect(self.name) or {}
+        finished = parse_timestamp((info.get("State") or {}).get("FinishedAt") or "")
+        if finished is not None:
+            delay = math.floor(finished) + 1 - self.clock()
+            if 0 < delay <= 1:
+                self.sleep(delay)
 
     def _serve(self, ready: dict) -> str:
         """After ready: forward the log until the container exits (crash) or a signal stops it."""
