@@ -45,7 +45,15 @@ options:
         inputs on the control node; otherwise the box is read.
       - Only valid while nothing has changed the box since it was read (site.yml and the stage
         playbooks run the stages right after preflight; a stage that takes its full path drops it).
+      - A check that is not converged returns the fact C(stage_seal_survey={}), so later checks in
+        the run read the box (the stage is about to change it).
     type: dict
+  full_run:
+    description:
+      - For C(check), not converged whatever the box holds, without asking it (action plugin
+        only; the stage_seal role passes C(arcops_full_run)).
+    type: bool
+    default: false
 author: arcops
 """
 

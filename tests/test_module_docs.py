@@ -15,7 +15,7 @@ from .conftest import REPO
 
 MODULES = sorted(p.stem for p in (REPO / "library").glob("arcops_*.py"))
 # Options an action plugin of the same name takes and never sends to the box.
-ACTION_ONLY = {"arcops_seal": {"surveyed"}, "arcops_user_vars": {"pattern"}}
+ACTION_ONLY = {"arcops_seal": {"surveyed", "full_run"}, "arcops_user_vars": {"pattern"}}
 
 
 class _Spec(Exception):

@@ -274,6 +274,7 @@ PLAY = """
         inputs: "{{ inputs | combine(extra | default({}), recursive=true) }}"
         witness: "{{ witness }}"
         surveyed: "{{ surveyed | default(omit) }}"
+        full_run: "{{ full_run | default(false) }}"
       register: result
 """
 
@@ -325,5 +326,15 @@ def test_the_action_plugin_answers_from_the_survey_on_the_control_node(box, tmp_
     (etc / "pins.pref").unlink()
     drift = run(surveyed=seal.survey(str(states)))
     assert drift["source"] == "survey" and drift["reasons"][0].endswith("-> missing")
+    # Not converged: the stage will change the box, so the run's survey is dropped (a fact).
+    assert drift["ansible_facts"] == {"stage_seal_survey": {}}
+    assert "ansible_facts" not in from_survey
+    full = run(surveyed=surveyed, full_run=True)
+    assert (full["converged"], full["reasons"], full["source"]) == (
+        False,
+        ["arcops_full_run is true"],
+        "none",
+    )
+    assert full["ansible_facts"] == {"stage_seal_survey": {}}
     bad = run(surveyed=["not", "a", "survey"])
     assert bad["failed"] and bad["msg"] == "surveyed: must be a survey (a mapping) or omitted"

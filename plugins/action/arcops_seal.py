@@ -30,7 +30,10 @@ class ActionModule(ActionBase):
             sys.path.insert(0, str(SRC))
         from arcops.stages import seal
 
+        full_run = args.pop("full_run", False)
         state_dir, check = args.get("state_dir"), args.get("action", "check") == "check"
+        if check and full_run:
+            return {**result, **self._not_converged(["arcops_full_run is true"], "none")}
         if check and isinstance(state_dir, str) and seal.covers(surveyed, state_dir):
             if "inputs" not in args:
                 return {**result, "failed": True, "msg": "inputs: required for check"}
@@ -39,14 +42,24 @@ class ActionModule(ActionBase):
             encoder = get_module_encoder("legacy", Direction.CONTROLLER_TO_MODULE)
             inputs = json.loads(json.dumps(args["inputs"], cls=encoder))
             reasons = seal.check_surveyed(surveyed, state_dir, inputs)
-            return {
-                **result,
-                "changed": False,
-                "converged": not reasons,
-                "reasons": reasons,
-                "source": "survey",
-            }
+            if reasons:
+                return {**result, **self._not_converged(reasons, "survey")}
+            return {**result, "changed": False, "converged": True, "reasons": [], "source": "survey"}
         done = self._execute_module(module_name="arcops_seal", module_args=args, task_vars=task_vars)
         if check and not done.get("failed"):
             done["source"] = "box"
+            if not done.get("converged"):
+                done.update(self._not_converged(done.get("reasons", []), "box"))
         return {**result, **done}
+
+    @staticmethod
+    def _not_converged(reasons: list, source: str) -> dict:
+        # The stage takes its full path and changes the box: this run's survey no longer holds,
+        # so later checks read the box (the fact the stage_seal role passes as surveyed).
+        return {
+            "changed": False,
+            "converged": False,
+            "reasons": reasons,
+            "source": source,
+            "ansible_facts": {"stage_seal_survey": {}},
+        }
