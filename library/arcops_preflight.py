@@ -33,7 +33,7 @@ options:
     description:
       - Also read every stage's seal (C(/var/lib/arcops/<stage>/seal.json), the stages' default
         state folders) and what on the box differs from each witness, in the same call, and
-        return them as C(seal_survey), so each stage's seal check that follows in this run is
+        return them as the fact C(stage_seal_survey), so each stage's seal check that follows in this run is
         answered without reading the box again (see M(arcops_seal)'s O(arcops_seal#module:surveyed)).
       - Only for plays that run the stages right after preflight, with nothing between that
         changes the box (site.yml and the stage playbooks).
@@ -69,14 +69,11 @@ box_warnings:
   type: list
 gpus: {description: The GPUs arcops may use (allowed device IDs)., returned: always, type: list}
 written: {description: The record files written (in check mode, to be written)., returned: always, type: list}
-seal_survey:
-  description: C(dir) read and C(seals), per state folder the sealed inputs' sha256 and what on
-    the box differs from its witness now.
-  returned: with O(survey_seals)
-  type: dict
 ansible_facts:
-  description: C(arcops) (as arcops_facts returns it) and the minimal platform facts (distribution,
-    distribution_version, distribution_major_version, kernel, user_id, user_uid).
+  description: C(arcops) (as arcops_facts returns it), the minimal platform facts (distribution,
+    distribution_version, distribution_major_version, kernel, user_id, user_uid) and
+    C(stage_seal_survey) (with O(survey_seals), C(dir) read and C(seals), per state folder the
+    sealed inputs' sha256 and what on the box differs from its witness now; without, C({})).
   returned: always
   type: dict
 """
@@ -120,15 +117,16 @@ def main():
                 records.write(text, stale)
         except (records.RecordError, OSError) as e:
             module.fail_json(msg=str(e))
-    extra = {"seal_survey": seal.survey(records.STATE_ROOT)} if p["survey_seals"] else {}
+    # A fact, not a variable: a stage's seal check drops it the same way (arcops_seal), and a
+    # run without survey_seals drops an earlier one.
+    survey = seal.survey(records.STATE_ROOT) if p["survey_seals"] else {}
     module.exit_json(
-        **extra,
         changed=bool(stale),
         problems=problems,
         box_warnings=warnings,
         gpus=preflight.allowed_gpus(facts, settings),
         written=[str(s) for s in stale],
-        ansible_facts={"arcops": facts, **platform.as_facts()},
+        ansible_facts={"arcops": facts, **platform.as_facts(), "stage_seal_survey": survey},
     )
 
 

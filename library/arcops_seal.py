@@ -40,13 +40,13 @@ options:
     default: {}
   surveyed:
     description:
-      - The C(seal_survey) M(arcops_preflight) returned in this run (action plugin only, never
+      - The fact C(stage_seal_survey) M(arcops_preflight) set in this run (action plugin only, never
         sent to the box). When it covers O(state_dir), the check is answered from it and the
         inputs on the control node; otherwise the box is read.
       - Only valid while nothing has changed the box since it was read (site.yml and the stage
         playbooks run the stages right after preflight; a stage that takes its full path drops it).
-      - A check that is not converged returns the fact C(stage_seal_survey={}), so later checks in
-        the run read the box (the stage is about to change it).
+      - A check that is not converged, and C(absent), return the fact C(stage_seal_survey={}), so
+        later checks in the run read the box (the stage is about to change it, or changed it).
     type: dict
   full_run:
     description:

@@ -46,6 +46,8 @@ class ActionModule(ActionBase):
                 return {**result, **self._not_converged(reasons, "survey")}
             return {**result, "changed": False, "converged": True, "reasons": [], "source": "survey"}
         done = self._execute_module(module_name="arcops_seal", module_args=args, task_vars=task_vars)
+        if args.get("action") == "absent" and not done.get("failed"):
+            done["ansible_facts"] = {"stage_seal_survey": {}}  # the box no longer matches it
         if check and not done.get("failed"):
             done["source"] = "box"
             if not done.get("converged"):
@@ -55,7 +57,8 @@ class ActionModule(ActionBase):
     @staticmethod
     def _not_converged(reasons: list, source: str) -> dict:
         # The stage takes its full path and changes the box: this run's survey no longer holds,
-        # so later checks read the box (the fact the stage_seal role passes as surveyed).
+        # so later checks read the box. A fact (as arcops_preflight set it), not a set_fact
+        # variable, which a fact returned here could not override.
         return {
             "changed": False,
             "converged": False,
