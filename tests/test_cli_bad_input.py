@@ -22,6 +22,7 @@ INPUTS = {
     "text.txt": b"hello\n",
 }
 
+GATE = ["--url", "http://127.0.0.1:9", "--model", "m"]  # nothing listens on port 9
 CASES = [
     # (argv, exit code, fragment of the one stderr line)
     (["facts", "--root", "{tmp}/nowhere"], 2, "--root {tmp}/nowhere: no such folder"),
@@ -74,6 +75,16 @@ CASES = [
     (["watchdog", "--spec", "{tmp}/null.json", "--attempts", "0"], 2, "0 is not a positive number"),
     (["watchdog", "--spec", "{tmp}/null.json", "--start-timeout", "inf"], 2, "inf is not a positive, finite"),
     (["watchdog", "--spec", "{tmp}/null.json", "--dump-settle", "nan"], 2, "nan is not a finite number"),
+    (["vllm", "startlog", "{tmp}/fifo"], 2, "start log {tmp}/fifo: not a regular file"),
+    (["vllm", "startlog", "{tmp}/nowhere.log"], 2, "start log {tmp}/nowhere.log: cannot read"),
+    (["gate", "--url", "ftp://x", "--model", "m"], 2, "--url 'ftp://x': not an http(s) URL"),
+    (["gate", *GATE], 2, "cannot reach the server"),
+    (["gate", *GATE, "--prompts", "{tmp}/bad.bin"], 2, "not UTF-8"),
+    (["gate", *GATE, "--prompts", "{tmp}/list.json"], 2, '"format": 1'),
+    (["gate", *GATE, "--golden", "{tmp}/fifo"], 2, "not a regular file"),
+    (["gate", *GATE, "--api-key-file", "{tmp}/empty"], 2, "one key on one line"),
+    (["gate", *GATE, "--write-golden", "{tmp}"], 2, "is a folder"),
+    (["gate", *GATE, "--timeout", "0"], 2, "not a positive, finite"),
 ]
 
 

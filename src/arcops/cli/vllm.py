@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..common.report import print_json, print_table
 from ..common.sysroot import SysRoot
 from .common import Parser, finite, positive_int, seconds
 
@@ -47,6 +48,22 @@ def _cmd_vllm_render(args: argparse.Namespace) -> int:
         return 2
     print(json.dumps(spec, indent=2))
     return 0
+
+
+def _cmd_vllm_startlog(args: argparse.Namespace) -> int:
+    from ..common.inputs import open_input
+    from ..vllm import startlog
+
+    with open_input(args.log, "start log") as f:
+        found = startlog.read(line.decode("utf-8", errors="replace") for line in f)
+    if args.json:
+        print_json(found)
+    else:
+        rows = [
+            {"what": k, "value": v if not isinstance(v, list) else ", ".join(v)} for k, v in found.items()
+        ]
+        print_table(rows, ["what", "value"])
+    return 0 if found["ready"] else 1
 
 
 def _cmd_watchdog(args: argparse.Namespace) -> int:
@@ -110,6 +127,14 @@ def add(sub) -> None:
         help="host MemTotal (GiB) for the RAM check (default: this machine's /proc/meminfo)",
     )
     q.set_defaults(func=_cmd_vllm_render)
+    q = vsub.add_parser(
+        "startlog",
+        help="what a saved vLLM start log says: ready or not, seconds, KV cache tokens, weights; "
+        "exit 1 when it never became ready",
+    )
+    q.add_argument("log", help="a vLLM start log (journalctl -u arcops-vllm -o cat, docker logs, ...)")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=_cmd_vllm_startlog)
 
     p = sub.add_parser(
         "watchdog",

@@ -51,6 +51,7 @@ from ..common.inputs import InputError, read_text
 from ..common.sysroot import SysRoot
 from .docker_api import DockerError, parse_timestamp
 from .evidence import python_stacks, take_devcoredumps
+from .startlog import READY_TEXT, kv_cache_tokens
 from .watch_events import PREFIX, WatchEvents, close
 
 EXIT_READY, EXIT_CRASH, EXIT_ERROR, EXIT_XE_EVENTS, EXIT_TIMEOUT = 0, 1, 2, 3, 4
@@ -60,9 +61,7 @@ STOPPED = "stopped"
 EXIT_CODES = {READY: EXIT_READY, STOPPED: EXIT_READY, CRASH: EXIT_CRASH, ERROR: EXIT_ERROR}
 EXIT_CODES |= {XE_EVENTS: EXIT_XE_EVENTS, TIMEOUT: EXIT_TIMEOUT}
 DEFAULT_REPORT_DIR = "/var/lib/arcops/vllm/starts"
-READY_TEXT = "Application startup complete."
 # vLLM: logger.info("GPU KV cache size: %s tokens", f"{num_tokens:,}")
-KV_CACHE_RE = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
 MARKER_PREFIX = ".arcops-warm-"
 
 
@@ -420,9 +419,9 @@ class Watchdog:
 
     def _log_line(self, attempt: dict, line: str) -> None:
         self.out(line)
-        m = KV_CACHE_RE.search(line)
-        if m:
-            attempt["kv_cache_tokens"] = int(m[1].replace(",", ""))
+        tokens = kv_cache_tokens(line)
+        if tokens is not None:
+            attempt["kv_cache_tokens"] = tokens
 
     def _late_xe_event(self, n: int) -> xe_events.Event | None:
         for kind, payload in self.events.settle(n, self.options.dump_settle):
