@@ -1,0 +1,63 @@
+"""The benchmark core: vllm bench serve's statistics (numpy's percentile), and streamed requests
+timed against the real vLLM (CPU build) of the gate tests."""
+
+import pytest
+
+from arcops.prove import bench
+from arcops.prove.openai_api import Endpoint
+
+from .helpers.vllm_cpu import API_KEY, MODEL_NAME
+
+
+@pytest.mark.parametrize(
+    ("values", "p", "want"),
+    [
+        ([1.0], 99, 1.0),
+        ([1.0, 2.0, 3.0, 4.0], 50, 2.5),  # numpy.percentile([1, 2, 3, 4], 50)
+        ([1.0, 2.0, 3.0, 4.0], 90, 3.7),  # numpy.percentile([1, 2, 3, 4], 90)
+        ([10.0, 1.0, 5.0], 99, 9.9),  # numpy.percentile([10, 1, 5], 99)
+    ],
+)
+def test_percentiles_are_numpys(values, p, want):
+    assert bench.percentile(values, p) == pytest.approx(want)
+
+
+def test_a_summary_uses_vllm_bench_serve_names_and_counts_usage_tokens():
+    results = [
+        {"ttft": 0.1, "e2el": 1.1, "itl": [0.1] * 10, "tpot": 0.1, "input_tokens": 100, "output_tokens": 11},
+        {"ttft": 0.3, "e2el": 1.3, "itl": [0.1] * 10, "tpot": 0.1, "input_tokens": 100, "output_tokens": 11},
+        {"error": "POST /v1/chat/completions: 500 boom"},
+    ]
+    s = bench.summarize(results, duration=2.0, concurrency=2)
+    assert (s["completed"], s["failed"], s["errors"]) == (2, 1, ["POST /v1/chat/completions: 500 boom"])
+    assert (s["total_input_tokens"], s["total_output_tokens"]) == (200, 22)
+    assert (
+        s["request_throughput"] == 1.0
+        and s["output_throughput"] == 11.0
+        and s["total_token_throughput"] == 111.0
+    )
+    assert s["mean_ttft_ms"] == pytest.approx(200) and s["median_ttft_ms"] == pytest.approx(200)
+    assert s["p99_itl_ms"] == pytest.approx(100) and s["mean_e2el_ms"] == pytest.approx(1200)
+    empty = bench.summarize([], duration=1.0, concurrency=1)
+    assert empty["completed"] == 0 and empty["mean_ttft_ms"] is None
+
+
+def test_streams_are_timed_against_the_real_server(vllm_server):
+    endpoint = Endpoint(vllm_server.url, API_KEY)
+    body = {
+        "model": MODEL_NAME,
+        "messages": [{"role": "user", "content": "Count to ten."}],
+        "max_tokens": 32,
+        "temperature": 0,
+        "ignore_eos": True,  # vLLM: always generate max_tokens, as vllm bench serve does
+    }
+    one = bench.stream_one(endpoint, body)
+    assert "error" not in one, one
+    assert one["output_tokens"] == 32 and 0 < one["ttft"] < one["e2el"]
+    assert one["input_tokens"] > 0 and 0 < len(one["itl"]) <= 31
+    results, duration = bench.run_level(endpoint, [body] * 4, concurrency=4)
+    s = bench.summarize(results, duration, 4)
+    assert (s["completed"], s["total_output_tokens"]) == (4, 128)
+    assert s["output_throughput"] > 0 and s["p99_ttft_ms"] >= s["median_ttft_ms"] > 0
+    bad = bench.stream_one(Endpoint(vllm_server.url, "wrong-key"), body)
+    assert bad["error"].startswith("POST /v1/chat/completions: 401")
