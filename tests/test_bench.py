@@ -61,3 +61,47 @@ def test_streams_are_timed_against_the_real_server(vllm_server):
     assert s["output_throughput"] > 0 and s["p99_ttft_ms"] >= s["median_ttft_ms"] > 0
     bad = bench.stream_one(Endpoint(vllm_server.url, "wrong-key"), body)
     assert bad["error"].startswith("POST /v1/chat/completions: 401")
+
+
+def test_the_bench_command_against_the_real_server(vllm_server, tmp_path, capsys, monkeypatch):
+    from arcops import cli
+
+    monkeypatch.setenv("ARCOPS_API_KEY", API_KEY)
+    base = ["bench", "--url", vllm_server.url, "--model", MODEL_NAME, "--output-tokens", "16"]
+    out_file = tmp_path / "result.json"
+    code = cli.main(
+        [
+            *base,
+            "--concurrency",
+            "1,2",
+            "--requests",
+            "2",
+            "--prompt-lengths",
+            "256,1024",
+            "--output",
+            str(out_file),
+            "--stack",
+            "cpu-tiny",
+            "--progress",
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    import json
+
+    result = json.loads(out_file.read_text())
+    assert [d["max_concurrency"] for d in result["decode"]] == [1, 2]
+    assert all(d["completed"] == 2 and d["total_output_tokens"] == 32 for d in result["decode"])
+    assert [p["target_tokens"] for p in result["prefill"]] == [256, 1024]
+    assert all(0.8 * p["target_tokens"] <= p["input_tokens"] <= p["target_tokens"] for p in result["prefill"])
+    assert result["warmup"]["output_tokens"] == 16 and result["stack"] == "cpu-tiny"
+    assert "out tok/s" in out and "[bench] decode: 2 requests, 2 at a time" in err
+    # Defaults are capped at the served 2048 tokens (8K and up left out, one at the cap run).
+    code = cli.main([*base, "--concurrency", "1", "--requests", "1", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0 and result["prefill_left_out"] == [8192, 32768, 65536]
+    assert [p["target_tokens"] for p in result["prefill"]] == [2048 - 16 - 16]
+    # A length the user asks for above the served maximum is refused before any request.
+    code = cli.main([*base, "--prompt-lengths", "4096"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--prompt-lengths 4096: above what the server serves (2048 tokens" in err

@@ -85,6 +85,12 @@ CASES = [
     (["gate", *GATE, "--api-key-file", "{tmp}/empty"], 2, "one key on one line"),
     (["gate", *GATE, "--write-golden", "{tmp}"], 2, "is a folder"),
     (["gate", *GATE, "--timeout", "0"], 2, "not a positive, finite"),
+    (["bench", *GATE], 2, "cannot reach the server"),
+    (["bench", *GATE, "--concurrency", "0"], 2, "every number must be 1 or more"),
+    (["bench", *GATE, "--prompt-lengths", "8k"], 2, "is not a comma-separated list of numbers"),
+    (["bench", *GATE, "--output-tokens", "0"], 2, "0 is not a positive number"),
+    (["bench", *GATE, "--output", "{tmp}"], 2, "result file {tmp}: is a folder"),
+    (["bench", *GATE, "--api-key-file", "{tmp}/fifo"], 2, "not a regular file"),
 ]
 
 

@@ -1,4 +1,4 @@
-"""arcops gate: prove an OpenAI-compatible endpoint answers correctly (vLLM or llama-server)."""
+"""arcops gate and bench: does an OpenAI-compatible server (vLLM, llama-server) answer right, how fast."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ..common.outputs import output_file, write_atomic
 from ..common.report import print_json, print_table
 from ..prove import gate, prompts
 from ..prove.openai_api import ApiError, Endpoint
-from .common import finite
+from .common import finite, positive_int
 
 KEY_ENV = "ARCOPS_API_KEY"
 
@@ -77,3 +77,110 @@ def add(sub) -> None:
     p.add_argument("--timeout", type=finite, default=300.0, help="seconds per request (default 300)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_gate)
+    add_bench(sub)
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of numbers") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: every number must be 1 or more")
+    return values
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from ..prove import bench
+
+    def progress(text: str) -> None:
+        if sys.stderr.isatty() or args.progress:
+            print(f"[bench] {text}", file=sys.stderr, flush=True)
+
+    try:
+        if args.output:
+            output_file(args.output, "result file")
+        endpoint = Endpoint(args.url, api_key(args), timeout=args.timeout)
+        result = bench.run(
+            endpoint,
+            args.model,
+            args.concurrency,
+            args.prompt_lengths,
+            args.output_tokens,
+            args.requests,
+            args.stack,
+            progress,
+        )
+    except (bench.BenchError, ApiError, ValueError) as e:
+        print(f"arcops bench: {' '.join(str(e).split())}", file=sys.stderr)
+        return 2
+    if args.output:
+        write_atomic(args.output, json.dumps(result, indent=2, sort_keys=True) + "\n")
+    if args.json:
+        print_json(result)
+        return 0
+    rows = [
+        {
+            "streams": d["max_concurrency"],
+            "done": f"{d['completed']}/{d['completed'] + d['failed']}",
+            "out tok/s": _round(d["output_throughput"]),
+            "TTFT p50 ms": _round(d["median_ttft_ms"]),
+            "TPOT p50 ms": _round(d["median_tpot_ms"]),
+            "ITL p99 ms": _round(d["p99_itl_ms"]),
+            "E2E p50 ms": _round(d["median_e2el_ms"]),
+        }
+        for d in result["decode"]
+    ]
+    print_table(rows, list(rows[0]) if rows else ["streams"])
+    prefill = [
+        {
+            "prompt tokens": p.get("input_tokens", p["target_tokens"]),
+            "TTFT ms": _round(p.get("ttft_ms")),
+            "prefill tok/s": _round(p.get("prefill_throughput")),
+            "error": p.get("error"),
+        }
+        for p in result["prefill"]
+    ]
+    if prefill:
+        print()
+        print_table(prefill, ["prompt tokens", "TTFT ms", "prefill tok/s", "error"])
+    if result["prefill_left_out"]:
+        print(f"left out (above the served {result['max_model_len']} tokens): {result['prefill_left_out']}")
+    return 0
+
+
+def _round(value):
+    return None if value is None else round(value, 1)
+
+
+def add_bench(sub) -> None:
+    p = sub.add_parser(
+        "bench",
+        help="decode throughput at N concurrent streams and prefill/TTFT at given prompt lengths "
+        "against an OpenAI-compatible server (vllm bench serve's metrics and field names)",
+    )
+    p.add_argument("--url", required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--api-key-file", help=f"a file holding the API key (else ${KEY_ENV})")
+    p.add_argument("--concurrency", type=_int_list, default=[1, 4, 8], help="streams at once (default 1,4,8)")
+    p.add_argument(
+        "--prompt-lengths",
+        type=_int_list,
+        help="prefill prompt lengths in tokens (default 8192,32768,65536, capped at the served maximum)",
+    )
+    p.add_argument(
+        "--output-tokens", type=positive_int, default=128, help="tokens per decode request (default 128)"
+    )
+    p.add_argument(
+        "--requests",
+        type=positive_int,
+        help="requests per decode level (default twice the streams, at least 4)",
+    )
+    p.add_argument("--stack", help="what serves (image digest or build, GPU count), kept with the result")
+    p.add_argument("--output", help="write the result JSON here (atomically)")
+    p.add_argument("--timeout", type=finite, default=600.0, help="seconds per request (default 600)")
+    p.add_argument(
+        "--progress", action="store_true", help="progress lines on stderr even when not a terminal"
+    )
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_bench)

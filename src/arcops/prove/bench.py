@@ -115,3 +115,105 @@ def summarize(results: list[dict], duration: float, concurrency: int) -> dict:
     out.update(_stats("itl", [g for r in ok for g in r["itl"]]))
     out.update(_stats("e2el", [r["e2el"] for r in ok]))
     return out
+
+
+# Default prefill lengths (tokens): the field report's 8K, 32K and 64K, capped at the served max.
+DEFAULT_LENGTHS = (8192, 32768, 65536)
+DEFAULT_CONCURRENCY = (1, 4, 8)
+DECODE_PROMPT_TOKENS = 128
+
+
+class BenchError(ValueError):
+    """Bad input or a server that cannot be asked (exit 2)."""
+
+
+def request_body(model: str, messages: list[dict], max_tokens: int) -> dict:
+    # ignore_eos: every request generates max_tokens (vLLM honours it; others ignore it), as
+    # vllm bench serve's random dataset does; greedy, so runs compare.
+    return {
+        "model": model,
+        "messages": messages,
+        "max_tokens": max_tokens,
+        "temperature": 0,
+        "ignore_eos": True,
+    }
+
+
+def prefill_lengths(
+    asked: list[int] | None, limit: int | None, output_tokens: int
+) -> tuple[list[int], list[int]]:
+    """(lengths to run, default lengths left out because the server serves less). Lengths a user
+    asked for above the served maximum are refused."""
+    room = None if limit is None else limit - output_tokens - 16
+    if asked is not None:
+        too_long = [n for n in asked if room is not None and n > room]
+        if too_long:
+            raise BenchError(
+                f"--prompt-lengths {','.join(map(str, too_long))}: above what the server serves "
+                f"({limit} tokens with {output_tokens} to generate)"
+            )
+        return asked, []
+    if room is None:
+        raise BenchError("the server does not say its maximum length: give --prompt-lengths")
+    kept = [n for n in DEFAULT_LENGTHS if n <= room]
+    left = [n for n in DEFAULT_LENGTHS if n > room]
+    return kept + ([room] if left and room not in kept else []), left
+
+
+def run(
+    endpoint: Endpoint,
+    model: str,
+    concurrency: list[int],
+    lengths: list[int] | None,
+    output_tokens: int,
+    requests: int | None,
+    stack: str | None = None,
+    progress: Callable[[str], None] = lambda text: None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict:
+    from . import gate  # the served model and its maximum length are read the same way
+
+    try:
+        served = gate.served_model(endpoint, model)
+    except gate.GateError as e:
+        raise BenchError(str(e)) from None
+    limit = gate.max_length(endpoint, served)
+    runs, left_out = prefill_lengths(lengths, limit, output_tokens)
+    short = gate.sized_needle(endpoint, model, "0", DECODE_PROMPT_TOKENS)
+    progress("warm-up request (its timings are reported on their own: caches may be cold)")
+    warmup = stream_one(endpoint, request_body(model, short, output_tokens), clock)
+    if "error" in warmup:
+        raise BenchError(f"warm-up request: {warmup['error']}")
+    decode = []
+    for c in concurrency:
+        n = requests or max(2 * c, 4)
+        progress(f"decode: {n} requests, {c} at a time, {output_tokens} tokens each")
+        results, duration = run_level(endpoint, [request_body(model, short, output_tokens)] * n, c, clock)
+        decode.append(summarize(results, duration, c))
+    prefill = []
+    for length in runs:
+        progress(f"prefill: one {length}-token prompt")
+        messages = gate.sized_needle(endpoint, model, "0", length)
+        one = stream_one(endpoint, request_body(model, messages, 16), clock)
+        entry: dict = {"target_tokens": length}
+        if "error" in one:
+            entry["error"] = one["error"]
+        else:
+            entry.update(
+                input_tokens=one["input_tokens"],
+                ttft_ms=one["ttft"] * 1000,
+                prefill_throughput=one["input_tokens"] / one["ttft"] if one["ttft"] > 0 else None,
+            )
+        prefill.append(entry)
+    return {
+        "format": 1,
+        "url": endpoint.base,
+        "model": model,
+        "stack": stack,
+        "max_model_len": limit,
+        "output_tokens": output_tokens,
+        "warmup": {k: v for k, v in warmup.items() if k != "itl"},
+        "decode": decode,
+        "prefill": prefill,
+        "prefill_left_out": left_out,
+    }
