@@ -101,7 +101,38 @@ def test_the_bench_command_against_the_real_server(vllm_server, tmp_path, capsys
     result = json.loads(capsys.readouterr().out)
     assert code == 0 and result["prefill_left_out"] == [8192, 32768, 65536]
     assert [p["target_tokens"] for p in result["prefill"]] == [2048 - 16 - 16]
+    # Against a baseline: itself passes; a far faster one makes the run worse (exit 1).
+    same = tmp_path / "same.json"
+    same.write_text(json.dumps(result))
+    fast = tmp_path / "fast.json"
+    fast.write_text(json.dumps({"format": 1, "decode": [{"max_concurrency": 1, "output_throughput": 1e9}]}))
+    run_one = [*base, "--concurrency", "1", "--requests", "1", "--prompt-lengths", "128", "--json"]
+    assert cli.main([*run_one, "--baseline", str(same), "--tolerance", "0.9"]) == 0
+    capsys.readouterr()
+    assert cli.main([*run_one, "--baseline", str(fast)]) == 1
+    worse = json.loads(capsys.readouterr().out)["comparison"]
+    assert [(c["what"], c["worse"]) for c in worse] == [("decode 1", True)]
     # A length the user asks for above the served maximum is refused before any request.
     code = cli.main([*base, "--prompt-lengths", "4096"])
     err = capsys.readouterr().err
     assert code == 2 and "--prompt-lengths 4096: above what the server serves (2048 tokens" in err
+
+
+def test_baselines_are_profiles_or_results_and_worse_is_beyond_the_tolerance(tmp_path):
+    name, figures = bench.load_baseline("b60x2-graph_mtp", lambda p: "")
+    assert name == "profile b60x2-graph_mtp" and figures["decode"] == {1: 73.7, 4: 230.0, 8: 361.0}
+    result = {
+        "decode": [
+            {"max_concurrency": 1, "output_throughput": 70.0},
+            {"max_concurrency": 4, "output_throughput": 200.0},
+        ],
+        "prefill": [{"target_tokens": 8192, "prefill_throughput": 1600.0}],
+    }
+    rows = {c["what"]: c for c in bench.compare(result, figures, 0.1)}
+    assert rows["decode 1"]["worse"] is False  # 0.95 of 73.7
+    assert rows["decode 4"]["worse"] is True  # 0.87 of 230
+    assert rows["prefill 8192"]["worse"] is False and "decode 8" not in rows
+    with pytest.raises(bench.BenchError, match=r"--baseline x\.json: not JSON"):
+        bench.load_baseline("x.json", lambda p: "{")
+    with pytest.raises(bench.BenchError, match=r"neither a bench result nor a profile \(b60x2-graph_mtp"):
+        bench.load_baseline("x.json", lambda p: "[1]")

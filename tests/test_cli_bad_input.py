@@ -91,6 +91,9 @@ CASES = [
     (["bench", *GATE, "--output-tokens", "0"], 2, "0 is not a positive number"),
     (["bench", *GATE, "--output", "{tmp}"], 2, "result file {tmp}: is a folder"),
     (["bench", *GATE, "--api-key-file", "{tmp}/fifo"], 2, "not a regular file"),
+    (["bench", *GATE, "--baseline", "{tmp}/list.json"], 2, "neither a bench result nor a profile"),
+    (["bench", *GATE, "--baseline", "{tmp}/fifo"], 2, "not a regular file"),
+    (["bench", *GATE, "--tolerance", "nan"], 2, "--tolerance nan: a fraction from 0"),
 ]
 
 

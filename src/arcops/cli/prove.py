@@ -100,6 +100,11 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     try:
         if args.output:
             output_file(args.output, "result file")
+        baseline = None
+        if args.baseline:
+            baseline = bench.load_baseline(args.baseline, lambda path: read_text(path, "baseline"))
+        if not 0 <= args.tolerance < 1:
+            raise ValueError(f"--tolerance {args.tolerance}: a fraction from 0 to below 1 (0.1 = 10 %)")
         endpoint = Endpoint(args.url, api_key(args), timeout=args.timeout)
         result = bench.run(
             endpoint,
@@ -114,11 +119,15 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     except (bench.BenchError, ApiError, ValueError) as e:
         print(f"arcops bench: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
+    if baseline is not None:
+        result["baseline"] = {"what": baseline[0], "tolerance": args.tolerance}
+        result["comparison"] = bench.compare(result, baseline[1], args.tolerance)
+    worse = [c for c in result.get("comparison", []) if c["worse"]]
     if args.output:
         write_atomic(args.output, json.dumps(result, indent=2, sort_keys=True) + "\n")
     if args.json:
         print_json(result)
-        return 0
+        return 1 if worse else 0
     rows = [
         {
             "streams": d["max_concurrency"],
@@ -146,7 +155,20 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         print_table(prefill, ["prompt tokens", "TTFT ms", "prefill tok/s", "error"])
     if result["prefill_left_out"]:
         print(f"left out (above the served {result['max_model_len']} tokens): {result['prefill_left_out']}")
-    return 0
+    if "comparison" in result:
+        print(f"\nagainst {result['baseline']['what']} (tolerance {args.tolerance:.0%}):")
+        rows = [
+            {
+                "figure": c["what"],
+                "now": _round(c["value"]),
+                "baseline": c["baseline"],
+                "ratio": f"{c['ratio']:.2f}",
+                "": "WORSE" if c["worse"] else "",
+            }
+            for c in result["comparison"]
+        ]
+        print_table(rows, ["figure", "now", "baseline", "ratio", ""])
+    return 1 if worse else 0
 
 
 def _round(value):
@@ -177,6 +199,14 @@ def add_bench(sub) -> None:
         help="requests per decode level (default twice the streams, at least 4)",
     )
     p.add_argument("--stack", help="what serves (image digest or build, GPU count), kept with the result")
+    p.add_argument(
+        "--baseline",
+        help="a previous result file, or a profile of the field report's figures "
+        "(b60x2-graph_mtp, b60x2-compiled, b60x2-eager): exit 1 when worse beyond --tolerance",
+    )
+    p.add_argument(
+        "--tolerance", type=float, default=0.1, help="how much worse is allowed (default 0.1 = 10 %%)"
+    )
     p.add_argument("--output", help="write the result JSON here (atomically)")
     p.add_argument("--timeout", type=finite, default=600.0, help="seconds per request (default 600)")
     p.add_argument(

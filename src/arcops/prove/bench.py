@@ -217,3 +217,67 @@ def run(
         "prefill": prefill,
         "prefill_left_out": left_out,
     }
+
+
+# The field report's published figures (docs/field-knowledge.md), as named baselines. Decode:
+# output tokens/s at 1, 4 and 8 streams (dual B60, Qwen3.8-27B int4, MTP k=3, tensor parallel 2,
+# llm-scaler-vllm 0.26.0-b2, kernel 6.17.0-1009-intel, GuC 70.60.0); prefill: tokens/s per
+# prompt length (the FP8 checkpoint, graph + MTP).
+PROFILES: dict[str, dict] = {
+    "b60x2-graph_mtp": {
+        "decode": {1: 73.7, 4: 230.0, 8: 361.0},
+        "prefill": {8192: 1509.0, 32768: 1332.0, 65536: 1126.0},
+    },
+    "b60x2-compiled": {"decode": {1: 42.6, 4: 162.0, 8: 313.0}},
+    "b60x2-eager": {"decode": {1: 39.2, 4: 149.0, 8: 288.0}},
+}
+
+
+def figures(result: dict) -> dict:
+    """A result's comparable figures: decode output tok/s per concurrency, prefill tok/s per
+    target length."""
+    decode = {d["max_concurrency"]: d["output_throughput"] for d in result.get("decode", [])}
+    prefill = {p["target_tokens"]: p.get("prefill_throughput") for p in result.get("prefill", [])}
+    return {
+        "decode": {k: v for k, v in decode.items() if v},
+        "prefill": {k: v for k, v in prefill.items() if v},
+    }
+
+
+def load_baseline(text_or_name: str, read: Callable[[str], str]) -> tuple[str, dict]:
+    """(what it is, its figures): a profile name, or a previous result file."""
+    import json
+
+    if text_or_name in PROFILES:
+        return f"profile {text_or_name}", PROFILES[text_or_name]
+    try:
+        data = json.loads(read(text_or_name))
+    except ValueError as e:
+        raise BenchError(f"--baseline {text_or_name}: not JSON ({e})") from None
+    if not (isinstance(data, dict) and data.get("format") == 1 and isinstance(data.get("decode"), list)):
+        known = ", ".join(PROFILES)
+        raise BenchError(f"--baseline {text_or_name}: neither a bench result nor a profile ({known})")
+    return f"result {text_or_name}", figures(data)
+
+
+def compare(result: dict, baseline: dict, tolerance: float) -> list[dict]:
+    """Each figure both have: this run's, the baseline's, the ratio, and whether it is worse
+    than the baseline by more than TOLERANCE (a fraction: 0.1 = 10 %). Higher is better."""
+    now = figures(result)
+    out = []
+    for kind in ("decode", "prefill"):
+        for key, base in sorted((baseline.get(kind) or {}).items(), key=lambda kv: int(kv[0])):
+            value = now[kind].get(int(key))
+            if value is None or not base:
+                continue
+            ratio = value / base
+            out.append(
+                {
+                    "what": f"{kind} {key}",
+                    "value": value,
+                    "baseline": base,
+                    "ratio": ratio,
+                    "worse": ratio < 1 - tolerance,
+                }
+            )
+    return out
