@@ -1,5 +1,11 @@
-"""Shared pytest fixtures: the simulated hardware trees (tests/fixtures/build_host_trees.py)."""
+"""Shared pytest fixtures: the simulated hardware trees (tests/fixtures/build_host_trees.py), the
+SYCL SDK, the llama.cpp fixture, a real vLLM (CPU build) and a journald of the tests' own."""
 
+import os
+import shutil
+import socket
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -59,8 +65,6 @@ def llama_fixture_repo(tmp_path_factory):
 def vllm_server(tmp_path_factory):
     """A real vLLM (PyPI's CPU build) serving the tiny test model on loopback, with an API key and
     the hermes tool-call parser; one start for every test that asks it (about a minute)."""
-    import socket
-
     from .helpers.vllm_cpu import Server
 
     with socket.socket() as s:
@@ -74,3 +78,37 @@ def vllm_server(tmp_path_factory):
         pytest.fail(str(e))
     yield server
     server.stop()
+
+
+@pytest.fixture
+def journald_namespace():
+    """A journald of its own (`systemd-journald NAMESPACE`), so the test neither needs nor disturbs
+    the system journal. Root only: it writes /var/log/journal/<machine-id>.<namespace>."""
+    daemon = "/lib/systemd/systemd-journald"
+    if not os.path.exists(daemon) or shutil.which("journalctl") is None:
+        pytest.skip("systemd-journald or journalctl is not installed")
+    if os.geteuid() != 0 or not Path("/etc/machine-id").read_text().strip():
+        pytest.skip("a journald namespace needs root and a machine id")
+    namespace = f"arcopstest{os.getpid()}"
+    proc = subprocess.Popen([daemon, namespace], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    socket_path = f"/run/systemd/journal.{namespace}/socket"
+    try:
+        deadline = time.monotonic() + 5
+        while not os.path.exists(socket_path):
+            if time.monotonic() > deadline:
+                pytest.skip("the namespaced journald did not come up")
+            time.sleep(0.02)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+
+        def log(message):
+            sock.sendto(f"SYSLOG_IDENTIFIER=arcops-test\nMESSAGE={message}\n".encode(), socket_path)
+
+        yield (f"--namespace={namespace}", "SYSLOG_IDENTIFIER=arcops-test"), log
+        sock.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=5)
+        machine = Path("/etc/machine-id").read_text().strip()
+        for d in (f"/var/log/journal/{machine}.{namespace}", f"/run/log/journal/{machine}.{namespace}"):
+            shutil.rmtree(d, ignore_errors=True)
+        shutil.rmtree(f"/run/systemd/journal.{namespace}", ignore_errors=True)

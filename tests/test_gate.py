@@ -189,3 +189,13 @@ def test_the_key_is_never_in_the_report(vllm_server, key_file, capsys):
         capsys, "--url", vllm_server.url, "--model", MODEL_NAME, "--api-key-file", str(key_file), "--json"
     )
     assert code == 1 and API_KEY not in out + err
+
+
+def test_watch_host_reads_this_machines_ram_and_kernel_journal(vllm_server, key_file, capsys):
+    base = ["--url", vllm_server.url, "--model", MODEL_NAME, "--api-key-file", str(key_file)]
+    code, out, _ = run_gate(capsys, *base, "--watch-host", "--json")
+    host = json.loads(out)["host"]
+    assert code == 1 and host["mem_available_min_gib"] > 0 and host["samples"] >= 2
+    assert host["xe_events"] == []  # no Arc GPU here: nothing for xe to reset
+    code, out, _ = run_gate(capsys, *base, "--watch-host")
+    assert "host: MemAvailable min " in out and "0 xe event(s) during the run" in out

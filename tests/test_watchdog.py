@@ -8,7 +8,6 @@ import os
 import queue
 import shutil
 import socket
-import subprocess
 import tempfile
 import threading
 import time
@@ -701,40 +700,6 @@ def test_follow_argv_prefers_the_cursor():
         "--after-cursor=s=abc;i=5",
     ]
     assert journal.follow_argv(None, 1796047200.25)[-1] == "--since=@1796047200.250000"
-
-
-@pytest.fixture
-def journald_namespace():
-    """A journald of its own (`systemd-journald NAMESPACE`), so the test neither needs nor disturbs
-    the system journal. Root only: it writes /var/log/journal/<machine-id>.<namespace>."""
-    daemon = "/lib/systemd/systemd-journald"
-    if not os.path.exists(daemon) or shutil.which("journalctl") is None:
-        pytest.skip("systemd-journald or journalctl is not installed")
-    if os.geteuid() != 0 or not Path("/etc/machine-id").read_text().strip():
-        pytest.skip("a journald namespace needs root and a machine id")
-    namespace = f"arcopstest{os.getpid()}"
-    proc = subprocess.Popen([daemon, namespace], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    socket_path = f"/run/systemd/journal.{namespace}/socket"
-    try:
-        deadline = time.monotonic() + 5
-        while not os.path.exists(socket_path):
-            if time.monotonic() > deadline:
-                pytest.skip("the namespaced journald did not come up")
-            time.sleep(0.02)
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-
-        def log(message):
-            sock.sendto(f"SYSLOG_IDENTIFIER=arcops-test\nMESSAGE={message}\n".encode(), socket_path)
-
-        yield (f"--namespace={namespace}", "SYSLOG_IDENTIFIER=arcops-test"), log
-        sock.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=5)
-        machine = Path("/etc/machine-id").read_text().strip()
-        for d in (f"/var/log/journal/{machine}.{namespace}", f"/run/log/journal/{machine}.{namespace}"):
-            shutil.rmtree(d, ignore_errors=True)
-        shutil.rmtree(f"/run/systemd/journal.{namespace}", ignore_errors=True)
 
 
 def _collect(follower, into):

@@ -15,6 +15,10 @@ from ..prove.openai_api import ApiError, Endpoint
 from .common import finite, positive_int
 
 KEY_ENV = "ARCOPS_API_KEY"
+WATCH_HELP = (
+    "on the serving box: sample MemAvailable and swap and follow the kernel journal during the run; "
+    "an xe event fails it"
+)
 
 
 def api_key(args: argparse.Namespace) -> str | None:
@@ -29,6 +33,27 @@ def api_key(args: argparse.Namespace) -> str | None:
     return os.environ.get(KEY_ENV) or None
 
 
+def _watch(args: argparse.Namespace):
+    if not args.watch_host:
+        return None
+    from ..prove.host_watch import HostWatch
+
+    return HostWatch()
+
+
+def _host_line(host: dict | None) -> str | None:
+    if not host:
+        return None
+    xe = host["xe_events"]
+    text = (
+        f"host: MemAvailable min {host['mem_available_min_gib']} GiB, "
+        f"swap used max {host['swap_used_max_gib']} GiB, {len(xe)} xe event(s) during the run"
+    )
+    if host["journal_error"]:
+        text += f" (kernel journal unreadable: {host['journal_error']})"
+    return text + ("; an xe event fails the run" if xe else "")
+
+
 def _cmd_gate(args: argparse.Namespace) -> int:
     try:
         data = (
@@ -40,7 +65,9 @@ def _cmd_gate(args: argparse.Namespace) -> int:
         if args.write_golden:
             output_file(args.write_golden, "golden file")
         endpoint = Endpoint(args.url, api_key(args), timeout=args.timeout)
-        report = gate.run(endpoint, args.model, data, golden, args.fail_on_drift, args.stack)
+        report = gate.run(
+            endpoint, args.model, data, golden, args.fail_on_drift, args.stack, watch=_watch(args)
+        )
     except (gate.GateError, prompts.PromptSetError, ApiError, ValueError) as e:
         print(f"arcops gate: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
@@ -55,6 +82,8 @@ def _cmd_gate(args: argparse.Namespace) -> int:
         if report["drift"] is not None:
             line += f"; drift from the golden: {', '.join(report['drift']) or 'none'}"
         print(line + ("; PASS" if report["passed"] else "; FAIL"))
+        if report["host"]:
+            print(_host_line(report["host"]))
     return 0 if report["passed"] else 1
 
 
@@ -75,6 +104,7 @@ def add(sub) -> None:
     p.add_argument("--fail-on-drift", action="store_true", help="drift from the golden fails the gate")
     p.add_argument("--stack", help="what serves (image digest or build, GPU count): goldens match on it")
     p.add_argument("--timeout", type=finite, default=300.0, help="seconds per request (default 300)")
+    p.add_argument("--watch-host", action="store_true", help=WATCH_HELP)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_gate)
     add_bench(sub)
@@ -115,6 +145,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             args.requests,
             args.stack,
             progress,
+            watch=_watch(args),
         )
     except (bench.BenchError, ApiError, ValueError) as e:
         print(f"arcops bench: {' '.join(str(e).split())}", file=sys.stderr)
@@ -123,6 +154,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         result["baseline"] = {"what": baseline[0], "tolerance": args.tolerance}
         result["comparison"] = bench.compare(result, baseline[1], args.tolerance)
     worse = [c for c in result.get("comparison", []) if c["worse"]]
+    if result["host"] and result["host"]["xe_events"]:
+        worse.append({"what": "xe events during the run"})
     if args.output:
         write_atomic(args.output, json.dumps(result, indent=2, sort_keys=True) + "\n")
     if args.json:
@@ -155,6 +188,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         print_table(prefill, ["prompt tokens", "TTFT ms", "prefill tok/s", "error"])
     if result["prefill_left_out"]:
         print(f"left out (above the served {result['max_model_len']} tokens): {result['prefill_left_out']}")
+    if result["host"]:
+        print(_host_line(result["host"]))
     if "comparison" in result:
         print(f"\nagainst {result['baseline']['what']} (tolerance {args.tolerance:.0%}):")
         rows = [
@@ -212,5 +247,6 @@ def add_bench(sub) -> None:
     p.add_argument(
         "--progress", action="store_true", help="progress lines on stderr even when not a terminal"
     )
+    p.add_argument("--watch-host", action="store_true", help=WATCH_HELP)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_bench)

@@ -15,7 +15,9 @@ import statistics
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 
+from . import gate  # the served model, its maximum length and sized prompts: read as the gate reads them
 from .openai_api import ApiError, Endpoint
 
 PERCENTILES = (50, 90, 99)
@@ -170,9 +172,8 @@ def run(
     stack: str | None = None,
     progress: Callable[[str], None] = lambda text: None,
     clock: Callable[[], float] = time.perf_counter,
+    watch=None,
 ) -> dict:
-    from . import gate  # the served model and its maximum length are read the same way
-
     try:
         served = gate.served_model(endpoint, model)
     except gate.GateError as e:
@@ -180,6 +181,26 @@ def run(
     limit = gate.max_length(endpoint, served)
     runs, left_out = prefill_lengths(lengths, limit, output_tokens)
     short = gate.sized_needle(endpoint, model, "0", DECODE_PROMPT_TOKENS)
+    with watch if watch is not None else nullcontext():
+        warmup, decode, prefill = _levels(
+            endpoint, model, short, concurrency, runs, output_tokens, requests, progress, clock
+        )
+    return {
+        "format": 1,
+        "url": endpoint.base,
+        "model": model,
+        "stack": stack,
+        "max_model_len": limit,
+        "output_tokens": output_tokens,
+        "warmup": {k: v for k, v in warmup.items() if k != "itl"},
+        "decode": decode,
+        "prefill": prefill,
+        "prefill_left_out": left_out,
+        "host": watch.report() if watch is not None else None,
+    }
+
+
+def _levels(endpoint, model, short, concurrency, runs, output_tokens, requests, progress, clock):
     progress("warm-up request (its timings are reported on their own: caches may be cold)")
     warmup = stream_one(endpoint, request_body(model, short, output_tokens), clock)
     if "error" in warmup:
@@ -205,18 +226,7 @@ def run(
                 prefill_throughput=one["input_tokens"] / one["ttft"] if one["ttft"] > 0 else None,
             )
         prefill.append(entry)
-    return {
-        "format": 1,
-        "url": endpoint.base,
-        "model": model,
-        "stack": stack,
-        "max_model_len": limit,
-        "output_tokens": output_tokens,
-        "warmup": {k: v for k, v in warmup.items() if k != "itl"},
-        "decode": decode,
-        "prefill": prefill,
-        "prefill_left_out": left_out,
-    }
+    return warmup, decode, prefill
 
 
 # The field report's published figures (docs/field-knowledge.md), as named baselines. Decode:

@@ -13,6 +13,7 @@ import json
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from datetime import UTC, datetime
 
 from . import prompts as prompt_set
@@ -147,15 +148,19 @@ def run(
     fail_on_drift: bool = False,
     stack: str | None = None,
     clock: Callable[[], float] = time.monotonic,
+    watch=None,
 ) -> dict:
-    """The gate's report. GateError when the model is not served or a needle cannot be sized."""
+    """The gate's report. GateError when the model is not served or a needle cannot be sized.
+    WATCH (a HostWatch, on the serving box): RAM and xe events during both runs; an xe event
+    fails the gate."""
     served = served_model(endpoint, model)
     limit = max_length(endpoint, served)
     requests = build_requests(endpoint, model, data, limit)
     started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    sequential = [ask(endpoint, p, body, clock) for p, body in requests]
-    with ThreadPoolExecutor(max_workers=len(requests)) as pool:
-        concurrent = list(pool.map(lambda r: ask(endpoint, r[0], r[1], clock), requests))
+    with watch if watch is not None else nullcontext():
+        sequential = [ask(endpoint, p, body, clock) for p, body in requests]
+        with ThreadPoolExecutor(max_workers=len(requests)) as pool:
+            concurrent = list(pool.map(lambda r: ask(endpoint, r[0], r[1], clock), requests))
     results = []
     for (p, _), seq, con in zip(requests, sequential, concurrent, strict=True):
         results.append(
@@ -169,8 +174,12 @@ def run(
             }
         )
     drift = compare_golden(golden, results, model, stack) if golden is not None else None
-    passed = all(r["pass"] for r in results) and not (fail_on_drift and drift)
+    host = watch.report() if watch is not None else None
+    passed = (
+        all(r["pass"] for r in results) and not (fail_on_drift and drift) and not (host and host["xe_events"])
+    )
     return {
+        "host": host,
         "format": 1,
         "url": endpoint.base,
         "model": model,
