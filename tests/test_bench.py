@@ -83,6 +83,8 @@ def test_the_bench_command_against_the_real_server(vllm_server, tmp_path, capsys
             "--stack",
             "cpu-tiny",
             "--progress",
+            "--plot",
+            str(tmp_path / "result.png"),
         ]
     )
     out, err = capsys.readouterr()
@@ -96,6 +98,7 @@ def test_the_bench_command_against_the_real_server(vllm_server, tmp_path, capsys
     assert all(0.8 * p["target_tokens"] <= p["input_tokens"] <= p["target_tokens"] for p in result["prefill"])
     assert result["warmup"]["output_tokens"] == 16 and result["stack"] == "cpu-tiny"
     assert "out tok/s" in out and "[bench] decode: 2 requests, 2 at a time" in err
+    assert (tmp_path / "result.png").read_bytes()[:4] == b"\x89PNG"
     # Defaults are capped at the served 2048 tokens (8K and up left out, one at the cap run).
     code = cli.main([*base, "--concurrency", "1", "--requests", "1", "--json"])
     result = json.loads(capsys.readouterr().out)
@@ -136,3 +139,22 @@ def test_baselines_are_profiles_or_results_and_worse_is_beyond_the_tolerance(tmp
         bench.load_baseline("x.json", lambda p: "{")
     with pytest.raises(bench.BenchError, match=r"neither a bench result nor a profile \(b60x2-graph_mtp"):
         bench.load_baseline("x.json", lambda p: "[1]")
+
+
+def test_a_plot_is_a_png_of_this_run_beside_its_baseline(tmp_path):
+    from arcops.prove import plots
+
+    result = {
+        "model": "tiny",
+        "stack": "cpu",
+        "decode": [{"max_concurrency": c, "output_throughput": 50.0 * c} for c in (1, 4, 8)],
+        "prefill": [{"target_tokens": n, "prefill_throughput": 1400.0} for n in (8192, 32768)],
+    }
+    out = plots.bench_png(
+        result, tmp_path / "bench.png", ("profile b60x2-graph_mtp", bench.PROFILES["b60x2-graph_mtp"])
+    )
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert (width, height) == (1100, 420)
+    assert [p.name for p in tmp_path.iterdir()] == ["bench.png"]  # written beside, renamed, no leftovers

@@ -130,6 +130,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     try:
         if args.output:
             output_file(args.output, "result file")
+        if args.plot:
+            output_file(args.plot, "plot file")
         baseline = None
         if args.baseline:
             baseline = bench.load_baseline(args.baseline, lambda path: read_text(path, "baseline"))
@@ -158,6 +160,14 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         worse.append({"what": "xe events during the run"})
     if args.output:
         write_atomic(args.output, json.dumps(result, indent=2, sort_keys=True) + "\n")
+    if args.plot:
+        from ..prove.plots import PlotError, bench_png
+
+        try:
+            bench_png(result, args.plot, baseline)
+        except PlotError as e:
+            print(f"arcops bench: {e}", file=sys.stderr)
+            return 2
     if args.json:
         print_json(result)
         return 1 if worse else 0
@@ -243,6 +253,7 @@ def add_bench(sub) -> None:
         "--tolerance", type=float, default=0.1, help="how much worse is allowed (default 0.1 = 10 %%)"
     )
     p.add_argument("--output", help="write the result JSON here (atomically)")
+    p.add_argument("--plot", help="a PNG of the result (beside its baseline): needs the plots extra")
     p.add_argument("--timeout", type=finite, default=600.0, help="seconds per request (default 600)")
     p.add_argument(
         "--progress", action="store_true", help="progress lines on stderr even when not a terminal"
