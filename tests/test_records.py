@@ -3,6 +3,7 @@ with Ansible's to_nice_json, and the module's stage table is the status summary'
 
 import json
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -165,3 +166,12 @@ def test_the_module_reads_writes_and_refuses(tmp_path):
     assert wrote["changed"] and len(list((state / HISTORY_DIR).iterdir())) == 1
     again = run_module("arcops_record", args + " required=true")
     assert (again["changed"], again["record"], again["exists"]) == (False, {"installed": True}, True)
+
+
+def test_a_fifo_in_place_of_a_record_is_refused_never_read(tmp_path):
+    """Reading a FIFO would hang the module (and the play): it is refused by its path."""
+    os.mkfifo(tmp_path / "state.json")
+    with pytest.raises(RecordError, match=r"state\.json: not a regular file"):
+        read(str(tmp_path))
+    with pytest.raises(RecordError, match=r"state\.json: not a regular file"):
+        pending("intel_stack", {}, str(tmp_path), None)

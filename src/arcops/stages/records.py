@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,20 @@ def targets(stage: str, state_dir: str | None, fact_dir: str | None = FACT_DIR) 
     return [*out, Path(fact_dir) / STAGES[stage]] if fact_dir else out
 
 
+def _present(path: Path) -> bool:
+    """Whether a record file is there to read; anything but a regular file is refused (a link
+    could point anywhere, and reading a FIFO would hang)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    if stat.S_ISLNK(st.st_mode) or stat.S_ISDIR(st.st_mode):
+        raise RecordError(f"{path}: is a link or a folder, not a record file")
+    if not stat.S_ISREG(st.st_mode):
+        raise RecordError(f"{path}: not a regular file, not a record file")
+    return True
+
+
 def pending(
     stage: str, record: Any, state_dir: str | None, fact_dir: str | None = FACT_DIR
 ) -> tuple[str, list[Path]]:
@@ -67,10 +82,8 @@ def pending(
     text = render(record)
     stale = []
     for path in targets(stage, state_dir, fact_dir):
-        if path.is_symlink() or path.is_dir():
-            raise RecordError(f"{path}: is a link or a folder, not a record file")
         try:
-            same = path.read_text(encoding="utf-8") == text
+            same = _present(path) and path.read_text(encoding="utf-8") == text
         except (OSError, UnicodeDecodeError):
             same = False
         if not same:
@@ -89,12 +102,10 @@ def read(state_dir: str) -> dict | None:
     """The stage's state.json, or None when there is none; a file that is not a JSON object is
     refused by name (a damaged record must not pass for "never installed")."""
     path = Path(state_dir) / STATE_FILE
-    if path.is_symlink() or path.is_dir():
-        raise RecordError(f"{path}: is a link or a folder, not a record file")
+    if not _present(path):
+        return None
     try:
         text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
     except (OSError, UnicodeDecodeError) as e:
         raise RecordError(f"{path}: cannot be read ({getattr(e, 'strerror', None) or e})") from None
     try:
