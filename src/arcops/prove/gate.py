@@ -47,7 +47,7 @@ def max_length(endpoint: Endpoint, served: dict) -> int | None:
     if isinstance(value, int) and value > 0:
         return value
     try:
-        props = endpoint._json("GET", "/props")
+        props = endpoint.request_json("GET", "/props")
     except ApiError:
         return None
     n_ctx = (props.get("default_generation_settings") or {}).get("n_ctx") or props.get("n_ctx")
@@ -89,14 +89,14 @@ def count_tokens(endpoint: Endpoint, model: str, messages: list[dict]) -> int | 
     """The prompt's length in the server's own tokens: vLLM's /tokenize takes chat messages,
     llama-server's takes text. None when the server has neither."""
     try:
-        answer = endpoint._json("POST", "/tokenize", {"model": model, "messages": messages})
+        answer = endpoint.request_json("POST", "/tokenize", {"model": model, "messages": messages})
         if isinstance(answer.get("count"), int):
             return answer["count"]
     except ApiError:
         pass
     try:
         text = "\n".join(m["content"] for m in messages)
-        tokens = endpoint._json("POST", "/tokenize", {"content": text}).get("tokens")
+        tokens = endpoint.request_json("POST", "/tokenize", {"content": text}).get("tokens")
         return len(tokens) if isinstance(tokens, list) else None
     except ApiError:
         return None

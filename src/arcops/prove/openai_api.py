@@ -56,7 +56,8 @@ class Endpoint:
             reason = getattr(e, "reason", None) or e
             raise ApiError(f"{self.base}: cannot reach the server ({reason})") from None
 
-    def _json(self, method: str, path: str, body: dict | None = None) -> dict:
+    def request_json(self, method: str, path: str, body: dict | None = None) -> dict:
+        """One JSON request and its JSON object answer (any endpoint: /props, /tokenize, ...)."""
         with self._request(method, path, body) as response:
             raw = response.read()
         try:
@@ -69,13 +70,13 @@ class Endpoint:
 
     def models(self) -> list[dict]:
         """The served models: each {id, ...} as the server lists them (vLLM adds max_model_len)."""
-        data = self._json("GET", "/v1/models").get("data")
+        data = self.request_json("GET", "/v1/models").get("data")
         if not isinstance(data, list):
             raise ApiError("GET /v1/models: no model list in the answer")
         return [m for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
 
     def chat(self, body: dict) -> dict:
-        return self._json("POST", "/v1/chat/completions", {**body, "stream": False})
+        return self.request_json("POST", "/v1/chat/completions", {**body, "stream": False})
 
     def stream_chat(self, body: dict) -> Iterator[dict]:
         """Server-sent chunks of a streamed chat completion, usage included at the end."""
