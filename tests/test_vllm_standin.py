@@ -25,7 +25,7 @@ STANDIN = REPO / "images" / "vllm-standin" / "vllm_standin.py"
 MODEL = "/models/qwen38-fp8"
 # vLLM's logger behind decorate_logs(), or uvicorn's formatter behind the same prefix.
 LOG_LINE = re.compile(
-    r"\((APIServer|EngineCore_0|VllmWorker TP\d+) pid=\d+\) "
+    r"\((APIServer|EngineCore|Worker(?:_TP\d+)?) pid=\d+\) "
     r"(?:(?:INFO|WARNING|ERROR) \d\d-\d\d \d\d:\d\d:\d\d \[\w+\.py:\d+\] |INFO:     )"
 )
 SHARD_LINE = re.compile(r"Loading safetensors checkpoint shards: +\d+% Completed \| \d/8 \[\S+<\S+, +\S+\]")
@@ -111,8 +111,8 @@ class Run:
             return err.code, err.read()
 
     def worker_pids(self) -> dict[int, int]:
-        """Rank -> pid, from the '(VllmWorker TPn pid=N)' log prefixes."""
-        found = re.findall(r"\(VllmWorker TP(\d+) pid=(\d+)\)", "\n".join(self.text()))
+        """Rank -> pid, from the '(Worker_TPn pid=N)' log prefixes."""
+        found = re.findall(r"\(Worker_TP(\d+) pid=(\d+)\)", "\n".join(self.text()))
         return {int(rank): int(pid) for rank, pid in found}
 
     def children(self) -> dict[int, str]:
@@ -172,7 +172,7 @@ def test_ready_start_logs_like_vllm_serves_and_exits_0_on_sigterm(start):
             "[api_server.py:1885] vLLM API server version 0.26.0",
             "non-default args: {'model_tag': '/models/qwen38-fp8', 'quantization': 'fp8', "
             "'tensor_parallel_size': 2",
-            "(VllmWorker TP0 pid=",
+            "(Worker_TP0 pid=",
             "GPU KV cache size: 553,472 tokens",
             "Maximum concurrency for 262,144 tokens per request: 2.11x",
             f"Starting vLLM API server 0 on http://0.0.0.0:{run.port}",
@@ -275,7 +275,7 @@ def test_crash_logs_a_worker_traceback_and_exits_1(start):
     assert run.exit_code() == 1
     out, err = run.text("out"), run.text("err")
     worker = run.worker_pids()[0]
-    head = rf"\(VllmWorker TP0 pid={worker}\) ERROR \d\d-\d\d \S+ \[multiproc_executor\.py:559\] "
+    head = rf"\(Worker_TP0 pid={worker}\) ERROR \d\d-\d\d \S+ \[multiproc_executor\.py:559\] "
     worker_lines = [line for line in out if re.match(head, line)]
     assert re.sub(head, "", worker_lines[0]) == "WorkerProc failed to start."
     assert re.sub(head, "", worker_lines[1]) == "Traceback (most recent call last):"
@@ -291,8 +291,11 @@ def test_crash_logs_a_worker_traceback_and_exits_1(start):
 def test_slow_start_waits_before_startup_complete(start):
     run = start([MODEL], plan="slow:1\n")
     waiting = run.wait_for("Waiting for application startup.")
-    with pytest.raises(OSError):
-        run.get("/health", timeout=0.3)
+    # Before ready the port is taken but refuses connections, as real vLLM's does (no hang).
+    with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", run.port), 2):
+        pass
+    with socket.socket() as other, pytest.raises(OSError):
+        other.bind(("0.0.0.0", run.port))
     complete = run.wait_for("Application startup complete.")
     assert complete - waiting >= 0.95
     assert run.get("/health")[0] == 200

@@ -317,7 +317,8 @@ def worker_main(rank: int, world: int, model: str, mode: str, step: float, cache
     signal.signal(signal.SIGTERM, _on_worker_signal)
     signal.signal(signal.SIGINT, _on_worker_signal)
     faulthandler.register(signal.SIGUSR1, all_threads=True)
-    log = Log(f"VllmWorker TP{rank}")
+    # vLLM names a worker by its parallel ranks once they are set: Worker_TP0, ... ("Worker" alone).
+    log = Log(f"Worker_TP{rank}" if world > 1 else "Worker")
     log.info(
         "parallel_state.py:1076",
         f"rank {rank} in world size {world} is assigned as "
@@ -406,7 +407,9 @@ class Standin:
         self.triton = Path(os.environ.get("ARCOPS_STANDIN_TRITON", "/root/.triton"))
         self.port = int(os.environ.get("ARCOPS_STANDIN_PORT", "8000"))
         self.api = Log("APIServer")
-        self.engine = Log("EngineCore_0")  # a thread of this process here, its own process in vLLM
+        # Process names as vLLM 0.29-0.32 print them (their real start logs are tests/fixtures):
+        # the engine is a thread of this process here, its own process in vLLM.
+        self.engine = Log("EngineCore")
         self.procs: list = []
         self.conns: list = []
         self.server: Server | None = None
@@ -422,7 +425,10 @@ class Standin:
         compile_dir = compile_root / digest
         api.info("api_server.py:1885", f"vLLM API server version {VLLM_VERSION}")
         api.info("utils.py:326", f"non-default args: {args.non_default}")
-        self.server = Server(("0.0.0.0", self.port), Handler)  # bound early, served after start-up
+        # Bound early, as vLLM binds its port before the engine starts, and listening only from
+        # "Application startup complete.": before that a connection is refused, as vLLM's is.
+        self.server = Server(("0.0.0.0", self.port), Handler, bind_and_activate=False)
+        self.server.server_bind()
         self.server.log = api
         time.sleep(self.step)
         engine.info(
@@ -470,6 +476,7 @@ class Standin:
         api.uvicorn(f"Started server process [{os.getpid()}]")
         api.uvicorn("Waiting for application startup.")
         time.sleep(slow)
+        self.server.server_activate()
         api.uvicorn("Application startup complete.")
         threading.Thread(target=self.server.serve_forever, name="http", daemon=True).start()
         self.serving = True
