@@ -21,7 +21,7 @@ options:
     description: The stage the record is for.
     type: str
     required: true
-    choices: [preflight, intel_stack, mainline_kernel, llama_cpp_sycl, vllm_service]
+    choices: [preflight, intel_stack, mainline_kernel, llama_cpp_sycl, vllm_service, verify]
   action:
     description: What to do.
     type: str

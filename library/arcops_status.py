@@ -7,9 +7,10 @@ module: arcops_status
 short_description: Summarize what each arcops stage recorded on the box
 description:
   - Reads the records the roles publish as local facts (arcops.fact, arcops_intel_stack.fact,
-    arcops_mainline_kernel.fact, arcops_llama_cpp_sycl.fact, arcops_vllm_service.fact) and
-    returns one row per stage with its state (passed, installed, built, deployed, rolled back,
-    not run, unreadable) and a one-line detail. Never changes the host; supports check mode.
+    arcops_mainline_kernel.fact, arcops_llama_cpp_sycl.fact, arcops_vllm_service.fact,
+    arcops_verify.fact) and returns one row per stage with its state (passed, installed, built,
+    deployed, failed, not gated, rolled back, not run, unreadable) and a one-line detail.
+    Never changes the host; supports check mode.
 options:
   fact_dir: {description: Directory of Ansible local facts., type: path, default: /etc/ansible/facts.d}
 author: arcops

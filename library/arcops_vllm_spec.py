@@ -50,11 +50,17 @@ docker:
   description: The spec's mounts and ports as docker_container takes them (binds, published_ports).
   returned: success
   type: dict
+endpoint:
+  description: >-
+    Where the box reaches the API (url), the served model name (model), the key's env file
+    (api_key_file).
+  returned: success
+  type: dict
 """
 
 from ansible.module_utils.arcops.box.host import mem_total_gib
 from ansible.module_utils.arcops.common.sysroot import SysRoot
-from ansible.module_utils.arcops.vllm.vllm_spec import SpecError, docker_container_args, render
+from ansible.module_utils.arcops.vllm.vllm_spec import SpecError, docker_container_args, endpoint, render
 from ansible.module_utils.basic import AnsibleModule
 
 
@@ -81,7 +87,7 @@ def main():
         spec = render(settings, mem)
     except SpecError as e:
         module.fail_json(msg=str(e), problems=e.problems)
-    module.exit_json(changed=False, spec=spec, docker=docker_container_args(spec))
+    module.exit_json(changed=False, spec=spec, docker=docker_container_args(spec), endpoint=endpoint(spec))
 
 
 if __name__ == "__main__":

@@ -80,6 +80,18 @@ def vllm_server(tmp_path_factory):
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def default_report(vllm_server):
+    """The gate's report of the shipped prompt set on the real vLLM server (the tiny model's
+    answers: every one wrong, deterministically)."""
+    from arcops.prove import gate
+    from arcops.prove.openai_api import Endpoint
+
+    from .helpers.vllm_cpu import API_KEY, MODEL_NAME
+
+    return gate.run(Endpoint(vllm_server.url, API_KEY), MODEL_NAME, gate.prompt_set.DEFAULT)
+
+
 @pytest.fixture
 def journald_namespace():
     """A journald of its own (`systemd-journald NAMESPACE`), so the test neither needs nor disturbs

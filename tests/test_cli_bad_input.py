@@ -94,6 +94,46 @@ CASES = [
     (["bench", *GATE, "--baseline", "{tmp}/list.json"], 2, "neither a bench result nor a profile"),
     (["bench", *GATE, "--baseline", "{tmp}/fifo"], 2, "not a regular file"),
     (["bench", *GATE, "--tolerance", "nan"], 2, "--tolerance nan: a fraction from 0"),
+    (["llama-bench", "--llama-bench", "/bin/true", "--model", "{tmp}/nowhere.gguf"], 2, "not a file"),
+    (["llama-bench", "--llama-bench", "{tmp}/nowhere", "--model", "{tmp}/empty"], 2, "no such program"),
+    (["llama-bench", "--llama-bench", "{tmp}/empty", "--model", "{tmp}/empty"], 2, "not executable"),
+    (["llama-bench", "--llama-bench", "/bin/true", "--model", "{tmp}/empty"], 2, "not JSON"),
+    (["llama-bench", "--llama-bench", "/bin/false", "--model", "{tmp}/empty"], 2, "exited with 1"),
+    (["llama-bench", "--llama-bench", "/bin/true", "--model", "{tmp}/empty", "--tests", "pp"], 2, "not ppN"),
+    (
+        ["llama-bench", "--llama-bench", "/bin/true", "--model", "{tmp}/empty", "--output", "{tmp}"],
+        2,
+        "is a folder",
+    ),
+    (
+        ["llama-bench", "--llama-bench", "/bin/true", "--model", "{tmp}/empty", "--repetitions", "0"],
+        2,
+        "positive",
+    ),
+    (["llama-same-output", "--llama-server", "/bin/true", "--model", "{tmp}/fifo"], 2, "not a file"),
+    (
+        ["llama-same-output", "--llama-server", "{tmp}/nowhere", "--model", "{tmp}/empty"],
+        2,
+        "no such program",
+    ),
+    (
+        ["llama-same-output", "--llama-server", "/bin/true", "--model", "{tmp}/empty"],
+        2,
+        "exited with 0 before it was ready",
+    ),
+    (
+        [
+            "llama-same-output",
+            "--llama-server",
+            "/bin/true",
+            "--model",
+            "{tmp}/empty",
+            "--prompts",
+            "{tmp}/bad.bin",
+        ],
+        2,
+        "UTF-8",
+    ),
 ]
 
 

@@ -10,9 +10,8 @@ import urllib.request
 import pytest
 
 from arcops import cli
-from arcops.prove import gate
-from arcops.prove.openai_api import Endpoint
 
+from .helpers.prompt_sets import self_answering_set
 from .helpers.vllm_cpu import API_KEY, MODEL_NAME
 
 
@@ -29,12 +28,6 @@ def run_gate(capsys, *argv):
     return code, out, err
 
 
-@pytest.fixture(scope="module")
-def default_report(vllm_server, key_file):
-    endpoint = Endpoint(vllm_server.url, API_KEY)
-    return gate.run(endpoint, MODEL_NAME, gate.prompt_set.DEFAULT)
-
-
 def test_the_shipped_set_runs_one_at_a_time_and_all_at_once(default_report):
     r = default_report
     assert r["max_model_len"] == 2048 and len(r["prompts"]) == 10
@@ -47,19 +40,6 @@ def test_the_shipped_set_runs_one_at_a_time_and_all_at_once(default_report):
     needle = next(p for p in r["prompts"] if p["id"] == "needle")
     # Sized to 0.8 of the served 2048 tokens (from the server's own count, usage.prompt_tokens).
     assert 1000 <= needle["sequential"]["prompt_tokens"] <= 0.8 * 2048
-
-
-def self_answering_set(report) -> dict:
-    """Prompts whose expectation is the end of the tiny model's own greedy answer: a set it
-    passes, and that a server cutting answers short fails."""
-    prompts = []
-    for p in gate.prompt_set.DEFAULT["prompts"]:
-        text = next(r for r in report["prompts"] if r["id"] == p["id"])["sequential"]["text"]
-        if "messages" in p and "tools" not in p and text.strip():
-            prompts.append(
-                {"id": p["id"], "messages": p["messages"], "expect": {"contains": text.strip()[-12:]}}
-            )
-    return {"format": 1, "max_tokens": 48, "prompts": prompts}
 
 
 def test_a_passing_set_passes_and_a_golden_holds(vllm_server, key_file, default_report, tmp_path, capsys):

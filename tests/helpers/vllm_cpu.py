@@ -15,12 +15,8 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata as _metadata
 import os
-import signal
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -104,28 +100,20 @@ class Server:
             self.proc = subprocess.Popen(
                 self.argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"vLLM exited with {self.proc.returncode} before ready; see {self.log}")
-            try:
-                with urllib.request.urlopen(self.url + "/health", timeout=2) as r:
-                    if r.status == 200:
-                        return self
-            except (urllib.error.URLError, OSError):
-                pass
-            time.sleep(1)
-        self.stop()
-        raise RuntimeError(f"vLLM not ready within {timeout:g} s; see {self.log}")
+        from arcops.common import served  # here: the server itself runs this module in vLLM's venv
+
+        try:
+            served.wait_ready(self.proc, self.url, timeout, "vLLM", poll=1)
+        except served.NotReady as e:
+            self.stop()
+            raise RuntimeError(f"{e}; see {self.log}") from None
+        return self
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        from arcops.common import served
+
+        if self.proc is not None:
+            served.stop(self.proc)
 
 
 if __name__ == "__main__":

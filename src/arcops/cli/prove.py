@@ -11,7 +11,7 @@ from ..common.inputs import read_text
 from ..common.outputs import output_file, write_atomic
 from ..common.report import print_json, print_table
 from ..prove import bench, gate, prompts
-from ..prove.openai_api import ApiError, Endpoint
+from ..prove.openai_api import ApiError, Endpoint, read_key_file
 from .common import finite, positive_int
 
 KEY_ENV = "ARCOPS_API_KEY"
@@ -24,12 +24,7 @@ WATCH_HELP = (
 def api_key(args: argparse.Namespace) -> str | None:
     """From --api-key-file or $ARCOPS_API_KEY; never from the command line (ps shows argv)."""
     if args.api_key_file:
-        key = read_text(args.api_key_file, "API key file").strip()
-        # An env file as the roles write it (VLLM_API_KEY=...) works too.
-        key = key.split("=", 1)[1].strip() if key.startswith(("VLLM_API_KEY=", "LLAMA_API_KEY=")) else key
-        if not key or "\n" in key:
-            raise ValueError(f"API key file {args.api_key_file}: must hold one key on one line")
-        return key
+        return read_key_file(args.api_key_file)
     return os.environ.get(KEY_ENV) or None
 
 

@@ -12,6 +12,11 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 
+from ..common.inputs import read_text
+
+# An env file as the roles write it (VLLM_API_KEY=...) holds a key too.
+KEY_FILE_PREFIXES = ("VLLM_API_KEY=", "LLAMA_API_KEY=")
+
 
 class ApiError(Exception):
     """The server could not be reached, refused the request or answered something unreadable.
@@ -20,6 +25,15 @@ class ApiError(Exception):
     def __init__(self, message: str, status: int | None = None):
         super().__init__(message)
         self.status = status
+
+
+def read_key_file(path: str) -> str:
+    """The API key in PATH: the key alone on one line, or an env file's VLLM_API_KEY=... line."""
+    key = read_text(path, "API key file", limit=4096).strip()
+    key = key.split("=", 1)[1].strip() if key.startswith(KEY_FILE_PREFIXES) else key
+    if not key or "\n" in key:
+        raise ValueError(f"API key file {path}: must hold one key on one line")
+    return key
 
 
 def base_url(url: str) -> str:

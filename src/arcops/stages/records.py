@@ -35,6 +35,7 @@ STAGES = {
     "mainline_kernel": "arcops_mainline_kernel.fact",
     "llama_cpp_sycl": "arcops_llama_cpp_sycl.fact",
     "vllm_service": "arcops_vllm_service.fact",
+    "verify": "arcops_verify.fact",
 }
 
 

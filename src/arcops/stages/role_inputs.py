@@ -18,7 +18,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ..common.checksum import sha256_file
+from ..common.inputs import read_text
 from ..kernel.bundle import BundleError, load_lock
+from ..prove import prompts as prompt_set
+from ..prove.bench import PROFILES as bench_profiles
+from ..prove.gate import load_golden
+from ..prove.verify import VerifyError, bench_options, check_targets
 
 SHA256 = re.compile(r"[0-9a-f]{64}")
 HTTP_URL = re.compile(r"^https?://")
@@ -216,11 +221,65 @@ def intel_stack(v: dict) -> list[str]:
     return local_file({"path": bundle, "sha256": lock["installer"]["sha256"]}, pinned_by="the lock")
 
 
+def _control_file(name: str, path: str, load: Callable[[str, str], Any]) -> list[str]:
+    try:
+        load(read_text(path, name), path)
+    except ValueError as e:  # InputError, PromptSetError, GateError, BenchError: each names the file
+        return [f"{name}: {' '.join(str(e).split())}"]
+    return []
+
+
+def verify(v: dict) -> list[str]:
+    """The targets' shapes, the prompt set, goldens and bench baseline on the control node (each
+    parsed as the stage will use it), the bench options and the timeout."""
+    out = []
+    try:
+        if v.get("verify_targets"):
+            check_targets(v["verify_targets"])
+    except VerifyError as e:
+        out.append(str(e))
+    if v.get("verify_prompts"):
+        out += _control_file("verify_prompts", str(v["verify_prompts"]), prompt_set.load)
+    golden_dir = str(v.get("verify_golden_dir") or "")
+    if golden_dir and not os.path.isdir(golden_dir):
+        out.append(f"verify_golden_dir: {golden_dir} is not a folder on the control node")
+    elif golden_dir:
+        for name in sorted(os.listdir(golden_dir)):
+            if name.endswith(".json"):
+                out += _control_file("verify_golden_dir", os.path.join(golden_dir, name), load_golden)
+    baseline = str(v.get("verify_bench_baseline") or "")
+    if baseline and baseline not in bench_profiles:
+        if not os.path.isfile(baseline):
+            known = ", ".join(bench_profiles)
+            out.append(
+                f"verify_bench_baseline: {baseline} is neither a profile ({known}) "
+                "nor a file on the control node"
+            )
+        else:
+            out += _control_file(
+                "verify_bench_baseline", baseline, lambda text, where: bench_options({"baseline": text})
+            )
+    if v.get("verify_bench"):
+        try:
+            bench_options(
+                {
+                    k: v.get(f"verify_bench_{k}")
+                    for k in ("concurrency", "prompt_lengths", "output_tokens", "tolerance")
+                }
+            )
+        except VerifyError as e:
+            out.append(str(e).replace("bench.", "verify_bench_", 1))
+    if not (_number(v.get("verify_timeout")) or 0) > 0:
+        out.append("verify_timeout must be a number of seconds above 0")
+    return out
+
+
 CHECKS: dict[str, Callable[[dict], list[str]]] = {
     "intel_stack": intel_stack,
     "llama_cpp_sycl": llama_cpp_sycl,
     "mainline_kernel": mainline_kernel,
     "vllm_service": vllm_service,
+    "verify": verify,
 }
 
 

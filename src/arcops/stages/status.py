@@ -104,12 +104,24 @@ def _vllm(r: dict) -> tuple[str, str]:
     )
 
 
+def _verify(r: dict) -> tuple[str, str]:
+    if r.get("gate") is False:
+        return "not gated", "verify_gate is false: nothing was asked"
+    parts = []
+    for name, t in sorted(_dict(r.get("targets")).items()):
+        t = _dict(t)
+        answered = f"{t.get('right', '-')} of {t.get('prompts', '-')} right"
+        parts.append(f"{name} {t.get('error') or answered}" + ("" if t.get("passed") is True else " (FAIL)"))
+    return ("passed" if r.get("passed") is True else "failed"), "; ".join(parts) or "no service to verify"
+
+
 _SUMMARIES = {
     "preflight": _preflight,
     "intel_stack": _intel,
     "mainline_kernel": _mainline,
     "llama_cpp_sycl": _llama,
     "vllm_service": _vllm,
+    "verify": _verify,
 }
 
 

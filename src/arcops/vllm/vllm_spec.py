@@ -19,6 +19,8 @@ import json
 import posixpath
 import re
 
+from ..common.net import local_host
+
 PROFILES = ("graph_mtp", "compiled", "eager")
 # Installed RAM (GiB) per profile and the share of it MemTotal shows: the preflight role's figures.
 RAM_REQUIRED_GIB = {"graph_mtp": 64, "compiled": 32, "eager": 32}
@@ -646,3 +648,17 @@ def docker_container_args(spec: dict) -> dict:
         ip = f"[{p['host_ip']}]" if ":" in p["host_ip"] else p["host_ip"]
         ports.append(f"{ip}:{p['host_port']}:{p['container_port']}")
     return {"binds": binds, "published_ports": ports}
+
+
+def endpoint(spec: dict) -> dict:
+    """Where the box itself reaches the spec's API, and the model name vLLM serves it under
+    (--served-model-name, else the model path as given): what the verify stage asks."""
+    port = spec["ports"][0]
+    host = local_host(port["host_ip"])
+    argv = spec["argv"]
+    model = argv[argv.index("--served-model-name") + 1] if "--served-model-name" in argv else argv[0]
+    return {
+        "url": f"http://{host}:{port['host_port']}",
+        "model": model,
+        "api_key_file": spec["env_file"] or "",
+    }

@@ -1,0 +1,360 @@
+"""The verify stage: its logic (arcops.prove.verify) and the role through a real ansible-playbook,
+both against the real vLLM (CPU build) the gate tests start (one server for all of them).
+
+The tiny model answers nonsense: the shipped set fails, as it must, and a set made of the
+model's own answers (tests/helpers/prompt_sets.py) passes. That proves the stage's mechanics
+(targets from the records, the verdict, the record, the play failing); what only an Arc box can
+prove is in docs/hardware-check.md.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from arcops.prove import gate, verify
+from arcops.stages import role_inputs, status
+
+from .helpers.prompt_sets import self_answering_set
+from .helpers.vllm_cpu import API_KEY, MODEL_NAME
+
+REPO = Path(__file__).resolve().parent.parent
+ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook", path=os.path.dirname(sys.executable))
+
+
+# ------------------------------------------------------------------ targets, without a server
+
+
+def test_targets_come_from_the_serving_stages_records():
+    records = {
+        "preflight": {"passed": True},
+        "vllm_service": {
+            "endpoint": {
+                "url": "http://0.0.0.0:8000/v1",
+                "model": "qwen",
+                "api_key_file": "/etc/arcops/vllm/api-key.env",
+                "stack": "intel/llm-scaler-vllm:0.26.0-b2 sha256:3f2a tp2",
+            }
+        },
+        "llama_cpp_sycl": {"endpoint": {}},  # the server is off: nothing to ask
+    }
+    (t,) = verify.targets_from_records(records)
+    # A wildcard listen address is asked on loopback; /v1 is the client's to add.
+    assert t == {
+        "name": "vllm_service",
+        "kind": "vllm",
+        "url": "http://127.0.0.1:8000",
+        "model": "qwen",
+        "api_key_file": "/etc/arcops/vllm/api-key.env",
+        "stack": "intel/llm-scaler-vllm:0.26.0-b2 sha256:3f2a tp2",
+    }
+    assert verify.targets_from_records({"vllm_service": None, "llama_cpp_sycl": None}) == []
+    with pytest.raises(verify.VerifyError, match="not JSON"):
+        verify.targets_from_records({"vllm_service": "record /etc/x.fact: not JSON (...)"})
+
+
+@pytest.mark.parametrize(
+    ("targets", "message"),
+    [
+        ("x", "verify_targets: must be a list of targets, got str"),
+        ([{"url": "http://h:1"}], "verify_targets[0].name: '' must be"),
+        ([{"name": "a b", "url": "http://h:1"}], "verify_targets[0].name: 'a b'"),
+        ([{"name": "a", "url": "ftp://h"}], "verify_targets[0].url: 'ftp://h' is not an http(s) URL"),
+        ([{"name": "a", "url": "http://h:port"}], "verify_targets[0].url"),
+        ([{"name": "a", "url": "http://h:1", "port": 1}], "verify_targets[0]: 'port' is not a target field"),
+        ([{"name": "a", "url": "http://h:1", "model": 3}], "verify_targets[0].model: must be text, got int"),
+        ([{"name": "a", "url": "http://h:1", "api_key_file": "key"}], "must be an absolute path"),
+        ([{"name": "a", "url": "http://h:1"}, {"name": "a", "url": "http://h:2"}], "'a' is given twice"),
+        ([None], "verify_targets[0]: must be a mapping"),
+    ],
+)
+def test_bad_targets_are_refused_by_name(targets, message):
+    with pytest.raises(verify.VerifyError) as e:
+        verify.check_targets(targets)
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+_TARGET = st.fixed_dictionaries(
+    {
+        "name": st.text(max_size=8),
+        "url": st.sampled_from(["http://h:1", "https://[::]:9/v1", "h", ""]) | st.text(),
+    },
+    optional={"model": _JSON, "stack": st.text(max_size=8), "api_key_file": st.text(max_size=8), "x": _JSON},
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_TARGET | _JSON, max_size=3) | _JSON)
+@example([{"name": "a", "url": "http://h:1", "\n": 1}])
+def test_any_targets_are_checked_or_refused_in_one_line(targets):
+    try:
+        out = verify.check_targets(targets)
+    except verify.VerifyError as e:
+        assert str(e) and "\n" not in str(e)
+    else:
+        assert all(t["url"].startswith(("http://", "https://")) for t in out)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_JSON)
+@example({"\n": None})  # a key with a newline was once printed as it is
+def test_any_bench_options_are_checked_or_refused(value):
+    try:
+        verify.bench_options(value)
+    except verify.VerifyError as e:
+        assert str(e) and "\n" not in str(e)
+
+
+def test_bench_options_and_baselines():
+    assert verify.bench_options(None) is None
+    options = verify.bench_options({"baseline": "b60x2-graph_mtp", "concurrency": [1, 2]})
+    assert options["baseline"][0] == "profile b60x2-graph_mtp" and options["concurrency"] == [1, 2]
+    for value, message in [
+        ({"baseline": "b70"}, "neither a profile"),
+        ({"baseline": '{"format": 2}'}, "not a bench result"),
+        ({"tolerance": 1.5}, "bench.tolerance"),
+        ({"concurrency": [0]}, "bench.concurrency"),
+        ({"output_tokens": True}, "bench.output_tokens"),
+        ({"streams": 4}, "bench: 'streams' is not a bench option"),
+    ]:
+        with pytest.raises(verify.VerifyError, match=message):
+            verify.bench_options(value)
+
+
+def test_the_role_inputs_are_checked_on_the_control_node(tmp_path):
+    good = {"verify_timeout": 300, "verify_targets": [], "verify_bench": False}
+    assert role_inputs.problems("verify", good) == []
+    bad_prompts = tmp_path / "prompts.json"
+    bad_prompts.write_text('{"format": 1, "prompts": []}')
+    goldens = tmp_path / "goldens"
+    goldens.mkdir()
+    (goldens / "old.json").write_text("[1]")
+    (tmp_path / "fifo").mkdir()
+    found = role_inputs.problems(
+        "verify",
+        {
+            **good,
+            "verify_targets": [{"name": "x"}],
+            "verify_prompts": str(bad_prompts),
+            "verify_golden_dir": str(goldens),
+            "verify_bench": True,
+            "verify_bench_concurrency": [1, -4],
+            "verify_bench_baseline": str(tmp_path / "fifo"),
+            "verify_bench_tolerance": 0.1,
+            "verify_timeout": 0,
+        },
+    )
+    assert [f.split(":")[0] for f in found] == [
+        "verify_targets[0].url",
+        "verify_prompts",
+        "verify_golden_dir",
+        "verify_bench_baseline",
+        "verify_bench_concurrency",
+        "verify_timeout must be a number of seconds above 0",
+    ], found
+    assert str(goldens / "old.json") in found[2]
+
+
+def test_the_status_row_says_what_was_verified():
+    record = {
+        "format": 1,
+        "passed": False,
+        "targets": {
+            "vllm_service": {"passed": True, "right": 10, "prompts": 10},
+            "llama_cpp_sycl": {"passed": False, "error": "cannot reach the server"},
+        },
+    }
+    (row,) = [r for r in status.summarize({"verify": record}) if r["stage"] == "verify"]
+    assert row == {
+        "stage": "verify",
+        "state": "failed",
+        "detail": "llama_cpp_sycl cannot reach the server (FAIL); vllm_service 10 of 10 right",
+    }
+    (off,) = [
+        r for r in status.summarize({"verify": {"gate": False, "passed": None}}) if r["stage"] == "verify"
+    ]
+    assert off["state"] == "not gated"
+
+
+# ------------------------------------------------------------------ against the real vLLM
+
+
+@pytest.fixture(scope="module")
+def key_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("key") / "api-key.env"
+    path.write_text(f"VLLM_API_KEY={API_KEY}\n")  # as the vllm_service role writes it
+    return path
+
+
+@pytest.fixture(scope="module")
+def passing_set(default_report):
+    return self_answering_set(default_report)
+
+
+def target(server, key_file, **extra):
+    return {
+        "name": "vllm_service",
+        "kind": "vllm",
+        "url": server.url,
+        "model": MODEL_NAME,
+        "api_key_file": str(key_file),
+        "stack": "cpu tiny",
+        **extra,
+    }
+
+
+def test_a_box_whose_answers_are_right_passes_and_its_record_holds_still(vllm_server, key_file, passing_set):
+    targets = verify.check_targets(
+        [target(vllm_server, key_file), target(vllm_server, key_file, name="no-model", model="")]
+    )
+    first = verify.run(targets, passing_set, [], watch=None)
+    assert first["passed"] is True and first["reasons"] == []
+    s = first["record"]["targets"]["vllm_service"]
+    assert (s["right"], s["prompts"], s["wrong"], s["drift"]) == (
+        len(passing_set["prompts"]),
+        len(passing_set["prompts"]),
+        [],
+        None,
+    )
+    # No model named: the one the server serves.
+    assert first["record"]["targets"]["no-model"]["model"] == MODEL_NAME
+    # Nothing volatile in the record: the same answers again leave it as it was (changed=0).
+    assert verify.run(targets, passing_set, [])["record"] == first["record"]
+    # The full report is there for the play: latencies and both runs' answers.
+    assert first["results"][0]["gate"]["prompts"][0]["sequential"]["latency_s"] > 0
+
+
+def test_wrong_answers_drift_and_a_dead_service_fail_the_box(
+    vllm_server, key_file, default_report, passing_set
+):
+    golden = gate.golden_from({**default_report, "stack": "cpu tiny"})
+    golden["outputs"]["crates"] = "something else"
+    targets = verify.check_targets(
+        [target(vllm_server, key_file), target(vllm_server, key_file, name="dead", url="http://127.0.0.1:9")]
+    )
+    out = verify.run(targets, passing_set, [golden], fail_on_drift=True)
+    assert out["passed"] is False
+    assert out["reasons"][0] == "vllm_service: drift from the golden (crates)"
+    assert out["reasons"][1].startswith(
+        "dead (http://127.0.0.1:9): http://127.0.0.1:9: cannot reach the server"
+    )
+    # The shipped set: every answer of the random model is wrong, and the verdict says which.
+    shipped = verify.run(targets[:1], gate.prompt_set.DEFAULT, [])
+    assert shipped["reasons"] == [
+        "vllm_service: 0 of 10 right in both runs (wrong: "
+        + ", ".join(p["id"] for p in gate.prompt_set.DEFAULT["prompts"])
+        + ")"
+    ]
+    # No key: the server says 401, and the key never shows.
+    no_key = verify.run(
+        verify.check_targets([target(vllm_server, key_file, api_key_file="")]), passing_set, []
+    )
+    assert "401" in no_key["reasons"][0] and API_KEY not in json.dumps(no_key)
+    assert verify.run([], passing_set, [])["reasons"] == [
+        "no service to verify: no serving stage recorded an endpoint and verify_targets is empty"
+    ]
+
+
+# ------------------------------------------------------------------ the role, through ansible-playbook
+
+PLAY = """\
+- name: Verify this machine's services
+  hosts: localhost
+  gather_facts: false
+  roles:
+    - role: verify
+"""
+
+
+@pytest.fixture
+def play(tmp_path, vllm_server, key_file, passing_set):
+    """run(extra vars..., check=False) -> (rc, recap line, json of every task) of the verify role on
+    this machine, its state and facts in tmp_path; the vllm_service record in the fact folder
+    names the real server, as the vllm_service stage writes it."""
+    facts = tmp_path / "facts"
+    facts.mkdir()
+    endpoint = {k: v for k, v in target(vllm_server, key_file).items() if k not in ("name", "kind")}
+    (facts / "arcops_vllm_service.fact").write_text(json.dumps({"spec_hash": "x", "endpoint": endpoint}))
+    prompts = tmp_path / "prompts.json"
+    prompts.write_text(json.dumps(passing_set))
+    (tmp_path / "play.yml").write_text(PLAY)
+
+    def run(check=False, **extra):
+        variables = {
+            "verify_state_dir": str(tmp_path / "state"),
+            "verify_fact_dir": str(facts),
+            "verify_prompts": str(prompts),
+            "verify_watch_host": False,
+            "ansible_python_interpreter": sys.executable,
+            **extra,
+        }
+        (tmp_path / "vars.json").write_text(json.dumps(variables))
+        env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="json")
+        argv = [ANSIBLE_PLAYBOOK, str(tmp_path / "play.yml"), "-i", "localhost,", "-c", "local"]
+        argv += ["-e", f"@{tmp_path / 'vars.json'}"] + (["--check"] if check else [])
+        done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        out = json.loads(done.stdout)
+        tasks = {
+            t["task"]["name"].split(" : ", 1)[-1]: t["hosts"].get("localhost")
+            for t in out["plays"][0]["tasks"]
+        }
+        return done.returncode, out["stats"]["localhost"], tasks
+
+    run.state = tmp_path / "state"
+    run.facts = facts
+    run.tmp = tmp_path
+    return run
+
+
+def test_the_role_gates_the_recorded_service_records_and_holds_still(play):
+    rc, stats, tasks = play(check=True)
+    assert rc == 0 and not play.state.exists() and not (play.facts / "arcops_verify.fact").exists()
+    rc, stats, tasks = play()
+    assert rc == 0 and stats["failures"] == 0 and stats["changed"] == 1, tasks
+    record = json.loads((play.state / "state.json").read_text())
+    assert record["passed"] is True and list(record["targets"]) == ["vllm_service"]
+    assert json.loads((play.facts / "arcops_verify.fact").read_text()) == record
+    shown = tasks["Show each service's verdict"]["msg"]
+    assert shown[0].startswith(f"vllm_service {MODEL_NAME} @ http://127.0.0.1:") and shown[0].endswith(
+        "; PASS"
+    )
+    # Again: same answers, same record, nothing changed.
+    rc, stats, _ = play()
+    assert (rc, stats["changed"]) == (0, 0)
+
+
+def test_the_role_fails_a_box_that_answers_wrong_after_recording_it(play):
+    rc, stats, tasks = play(verify_prompts="")  # the shipped set: the random model fails it
+    assert rc == 2 and stats["failures"] == 1
+    failed = tasks["Fail the box unless every service passed"]
+    assert failed["msg"].startswith("vllm_service: 0 of 10 right in both runs (wrong: crates, ages,")
+    record = json.loads((play.state / "state.json").read_text())
+    assert record["passed"] is False and record["targets"]["vllm_service"]["right"] == 0
+
+
+def test_the_role_refuses_bad_input_before_asking_or_writing(play):
+    golden_dir = play.tmp / "goldens"
+    golden_dir.mkdir()
+    (golden_dir / "box.json").write_text("{not json")
+    rc, _, tasks = play(verify_golden_dir=str(golden_dir), verify_targets=[{"name": "a b", "url": "h"}])
+    assert rc == 2 and not play.state.exists()
+    msg = tasks["Check the targets, prompt set, goldens and bench options"]["msg"]
+    assert msg.startswith("verify_targets[0].name: 'a b' must be") and "box.json: not JSON" in msg
+    assert msg.endswith("Nothing was changed.")
+
+
+def test_the_role_off_records_that_nothing_was_asked(play):
+    rc, _, _ = play(verify_gate=False)
+    assert rc == 0
+    assert json.loads((play.state / "state.json").read_text()) == {"format": 1, "gate": False, "passed": None}
