@@ -140,9 +140,8 @@ def serve_and_ask(
             load = watch.stop()
         load["load_seconds"] = round(time.monotonic() - started, 2)
         endpoint = Endpoint(f"http://127.0.0.1:{port}", timeout=timeout)
-        models = [m["id"] for m in endpoint.models()]
-        report = gate.run(endpoint, models[0], data)
-    except ApiError as e:
+        report = gate.run(endpoint, gate.only_model(endpoint), data)
+    except (ApiError, gate.GateError) as e:
         raise SameOutputError(f"llama-server ({setup}): {e}; its log: {log}") from None
     finally:
         served.stop(proc)

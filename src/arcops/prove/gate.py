@@ -41,6 +41,17 @@ def served_model(endpoint: Endpoint, model: str) -> dict:
     raise GateError(f"--model {model!r}: the server does not serve it (it serves: {names})")
 
 
+def only_model(endpoint: Endpoint) -> str:
+    """The one model a server serves (llama-server serves one, under its file's name)."""
+    try:
+        served = [m["id"] for m in endpoint.models()]
+    except ApiError as e:
+        raise GateError(str(e)) from None
+    if len(served) != 1:
+        raise GateError(f"no model named and the server serves {len(served)}: {', '.join(served) or 'none'}")
+    return served[0]
+
+
 def max_length(endpoint: Endpoint, served: dict) -> int | None:
     """The served maximum length in tokens: vLLM lists it with the model; llama-server in /props."""
     value = served.get("max_model_len")

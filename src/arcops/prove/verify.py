@@ -106,17 +106,6 @@ def pick_golden(goldens: list[dict], model: str, stack: str) -> dict | None:
     return None
 
 
-def _model(endpoint: Endpoint, model: str) -> str:
-    if model:
-        return model
-    served = [m["id"] for m in endpoint.models()]
-    if len(served) != 1:
-        raise gate.GateError(
-            f"no model named and the server serves {len(served)}: {', '.join(served) or 'none'}"
-        )
-    return served[0]
-
-
 def verify_target(
     target: dict,
     data: dict,
@@ -131,7 +120,7 @@ def verify_target(
     try:
         key = read_key_file(target["api_key_file"]) if target["api_key_file"] else None
         endpoint = Endpoint(target["url"], key, timeout=timeout)
-        model = _model(endpoint, target["model"])
+        model = target["model"] or gate.only_model(endpoint)
         stack = target["stack"] or None
         golden = pick_golden(goldens, model, target["stack"])
         out["gate"] = gate.run(endpoint, model, data, golden, fail_on_drift, stack, watch=watch and watch())
