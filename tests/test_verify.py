@@ -358,3 +358,19 @@ def test_the_role_off_records_that_nothing_was_asked(play):
     rc, _, _ = play(verify_gate=False)
     assert rc == 0
     assert json.loads((play.state / "state.json").read_text()) == {"format": 1, "gate": False, "passed": None}
+
+
+def test_the_bench_runs_after_a_passing_gate_and_its_verdict_is_recorded(vllm_server, key_file, passing_set):
+    options = verify.bench_options(
+        {"concurrency": [1], "output_tokens": 8, "requests": 2, "baseline": "b60x2-graph_mtp"}
+    )
+    out = verify.run(
+        verify.check_targets([target(vllm_server, key_file)]), passing_set, [], bench_options=options
+    )
+    assert out["passed"] is True, out["reasons"]
+    assert out["record"]["targets"]["vllm_service"]["bench"] == {
+        "baseline": "profile b60x2-graph_mtp",
+        "worse": [],
+    }
+    (level,) = out["results"][0]["bench"]["decode"]
+    assert level["completed"] == 2 and level["total_output_tokens"] == 16

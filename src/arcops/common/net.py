@@ -8,10 +8,14 @@ import urllib.parse
 WILDCARD = {"0.0.0.0": "127.0.0.1", "::": "::1"}
 
 
+def url_host(address: str) -> str:
+    """An address as a URL's or a port mapping's host part: an IPv6 address in brackets."""
+    return f"[{address}]" if ":" in address else address
+
+
 def local_host(listen: str) -> str:
     """The host part of a URL by which the box reaches a service listening on LISTEN."""
-    host = WILDCARD.get(listen, listen)
-    return f"[{host}]" if ":" in host else host
+    return url_host(WILDCARD.get(listen, listen))
 
 
 def local_url(url: str) -> str:

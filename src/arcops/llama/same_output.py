@@ -148,7 +148,7 @@ def serve_and_ask(
     return {"setup": setup, "argv": argv, "load": load, "gate": report}
 
 
-def texts(report: dict) -> dict[str, str | None]:
+def texts(report: dict) -> dict[str, str]:
     """Each prompt's answers as compared: its one-at-a-time text (tool calls included)."""
     out = {}
     for p in report["prompts"]:

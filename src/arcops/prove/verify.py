@@ -139,9 +139,10 @@ def summary(result: dict) -> dict:
         return {**out, "passed": False, "error": result["error"]}
     prompts = report["prompts"]
     host = report["host"] or {}
+    worse = bench.failures(result_bench) if result_bench is not None else []
     out.update(
         model=report["model"],
-        passed=report["passed"] and not (result_bench and bench.failures(result_bench)),
+        passed=report["passed"] and not worse,
         right=sum(p["pass"] for p in prompts),
         prompts=len(prompts),
         wrong=[p["id"] for p in prompts if not p["pass"]],
@@ -151,7 +152,7 @@ def summary(result: dict) -> dict:
     if result_bench is not None:
         out["bench"] = {
             "baseline": (result_bench.get("baseline") or {}).get("what"),
-            "worse": bench.failures(result_bench),
+            "worse": worse,
         }
     return out
 

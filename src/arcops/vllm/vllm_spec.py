@@ -19,7 +19,7 @@ import json
 import posixpath
 import re
 
-from ..common.net import local_host
+from ..common.net import local_host, url_host
 
 PROFILES = ("graph_mtp", "compiled", "eager")
 # Installed RAM (GiB) per profile and the share of it MemTotal shows: the preflight role's figures.
@@ -645,8 +645,7 @@ def docker_container_args(spec: dict) -> dict:
     binds = [f"{m['source']}:{m['target']}:{'ro' if m['read_only'] else 'rw'}" for m in spec["mounts"]]
     ports = []
     for p in spec["ports"]:
-        ip = f"[{p['host_ip']}]" if ":" in p["host_ip"] else p["host_ip"]
-        ports.append(f"{ip}:{p['host_port']}:{p['container_port']}")
+        ports.append(f"{url_host(p['host_ip'])}:{p['host_port']}:{p['container_port']}")
     return {"binds": binds, "published_ports": ports}
 
 
