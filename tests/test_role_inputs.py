@@ -273,6 +273,7 @@ _ANY = st.recursive(
 )
 @example("mainline_kernel", {"mainline_kernel_packages": [None, "x", {"path": 3}]})
 @example("llama_cpp_sycl", {"llama_cpp_sycl_build_jobs": float("inf")})  # int(inf) raises OverflowError
+@example("llama_cpp_sycl", {"llama_cpp_sycl_cmake_extra_args": 7})  # not a list: iterating it raised
 @example("vllm_service", {"vllm_service_image_archive": {"path": "/\x00"}, "vllm_service_py_spy_wheel": []})
 def test_any_values_give_a_list_of_problems_never_a_crash(role, values):
     found = role_inputs.problems(role, values)

@@ -7,10 +7,10 @@ import argparse
 import sys
 
 from .. import __version__
-from . import hardware, kernel, llama, prove, vllm
+from . import fleet, hardware, kernel, llama, prove, vllm
 from .common import Parser, one_line
 
-GROUPS = (hardware, kernel, llama, vllm, prove)
+GROUPS = (hardware, kernel, llama, vllm, prove, fleet)
 
 
 def build_parser() -> argparse.ArgumentParser:

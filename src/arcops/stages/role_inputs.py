@@ -91,8 +91,9 @@ def _number(value: Any, kind: type = float) -> float | None:
     return None if number != number else number  # NaN is no number
 
 
-def llama_cpp_sycl(v: dict) -> list[str]:
-    """oneAPI version and file, apt source, the llama.cpp pin, CMake options, probe and server."""
+def llama_cpp_sycl_source(v: dict) -> list[str]:
+    """What llama.cpp is built from and with: oneAPI version and file, apt source, the llama.cpp
+    pin, CMake options (a stack release names these; the box's own settings are checked below)."""
     out = []
     version = v.get("llama_cpp_sycl_oneapi_version")
     if not (isinstance(version, str) and re.fullmatch(r"[0-9]{4}[.][0-9]+[.][0-9]+", version)):
@@ -112,11 +113,21 @@ def llama_cpp_sycl(v: dict) -> list[str]:
         isinstance(pin, str) and re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._/-]*", pin)
     ):
         out.append(f"llama_cpp_sycl_version must pin a tag or a commit (got {_json(pin)}): a branch moves")
-    for arg in v.get("llama_cpp_sycl_cmake_extra_args") or []:
+    args = v.get("llama_cpp_sycl_cmake_extra_args") or []
+    if not isinstance(args, list):
+        out.append(f"llama_cpp_sycl_cmake_extra_args must be a list of -DNAME=VALUE (got {_json(args)})")
+        args = []
+    for arg in args:
         if not (isinstance(arg, str) and CMAKE_ARG.match(arg)):
             out.append(f"cmake argument {_json(arg)} is not -DNAME=VALUE")
         elif ROLE_CMAKE.match(arg):
             out.append(f"cmake argument {arg} is set by the role (SYCL on, icx/icpx, versioned prefix)")
+    return out
+
+
+def llama_cpp_sycl(v: dict) -> list[str]:
+    """The sources (above), build jobs, probe and server; then the oneAPI file on the control node."""
+    out = llama_cpp_sycl_source(v)
     if (_number(v.get("llama_cpp_sycl_build_jobs"), int) or 0) < 1:
         out.append("llama_cpp_sycl_build_jobs must be at least 1")
     if not (_number(v.get("llama_cpp_sycl_probe_gib")) or 0) > 0:
@@ -134,6 +145,11 @@ def llama_cpp_sycl(v: dict) -> list[str]:
                 f"llama-server would listen on {host} without an API key: set "
                 "llama_cpp_sycl_server_api_key (vaulted) or listen on 127.0.0.1"
             )
+    file_name = (
+        "llama_cpp_sycl_oneapi_apt_key"
+        if v.get("llama_cpp_sycl_oneapi_source") == "apt"
+        else "llama_cpp_sycl_oneapi_installer"
+    )
     return out or local_file(v.get(file_name))
 
 
@@ -165,6 +181,21 @@ def mainline_kernel(v: dict) -> list[str]:
     return [problem for p in packages for problem in local_file(p)]
 
 
+def vllm_service_image(v: dict) -> list[str]:
+    """The image pinned by digest (pulled) or by an archive's sha256 (loaded): what a stack
+    release names of the service."""
+    archive = v.get("vllm_service_image_archive")
+    if archive:
+        return pinned_file("vllm_service_image_archive", archive)
+    digest = v.get("vllm_service_image_digest")
+    if isinstance(digest, str) and re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
+        return []
+    return [
+        f"vllm_service_image_digest must be sha256:<64 hex> to pull {v.get('vllm_service_image')} "
+        "(or give vllm_service_image_archive)"
+    ]
+
+
 def vllm_service(v: dict) -> list[str]:
     """The engine pin, the pinned files (engine key, image archive, py-spy wheel), the image's
     digest when pulled, the watchdog. The container's settings are arcops.vllm.vllm_spec's."""
@@ -174,17 +205,14 @@ def vllm_service(v: dict) -> list[str]:
         out.append(
             f"vllm_service_docker_version must name the exact {source} package version to install and hold"
         )
-    archive = v.get("vllm_service_image_archive")
     pinned = ["vllm_service_docker_repo_key"] if source == "docker_repo" else []
-    pinned += (["vllm_service_image_archive"] if archive else []) + ["vllm_service_py_spy_wheel"]
     for name in pinned:
         out += pinned_file(name, v.get(name))
-    digest = v.get("vllm_service_image_digest")
-    if not archive and not (isinstance(digest, str) and re.fullmatch(r"sha256:[0-9a-f]{64}", digest)):
-        out.append(
-            f"vllm_service_image_digest must be sha256:<64 hex> to pull {v.get('vllm_service_image')} "
-            "(or give vllm_service_image_archive)"
-        )
+    out += vllm_service_image(v) + pinned_file(
+        "vllm_service_py_spy_wheel", v.get("vllm_service_py_spy_wheel")
+    )
+    pinned += ["vllm_service_image_archive"] if v.get("vllm_service_image_archive") else []
+    pinned += ["vllm_service_py_spy_wheel"]
     if not 1 <= (_number(v.get("vllm_service_watchdog_attempts"), int) or 0) <= 10:
         out.append("vllm_service_watchdog_attempts must be 1 to 10")
     if (_number(v.get("vllm_service_watchdog_start_timeout"), int) or 0) < 60:

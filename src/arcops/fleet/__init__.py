@@ -1,0 +1,1 @@
+"""The fleet: stack releases, known stacks, waves, plans, rollouts and status (control node)."""
