@@ -325,3 +325,79 @@ def test_bad_plan_or_argv_exits_2(start, argv, plan, message):
     assert message in "\n".join(run.text("err"))
     if plan:
         assert (run.cache / "arcops-standin-plan").read_text() == "ready\n"
+
+
+# ---------------------------------------------------------------- answers from a real engine
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    """llama.cpp's CPU llama-server on the tiny GGUF (built by scripts/bootstrap): the engine the
+    lab's stand-ins answer through."""
+    from .helpers import llama_cpu
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = tmp_path_factory.mktemp("engine") / "server.log"
+    server = llama_cpu.Server(port, log, ["--jinja", "--parallel", "1"]).start()
+    yield server
+    server.stop()
+
+
+def _answers(url: str, key: str | None = None) -> tuple[dict, list[str]]:
+    """The gate's report against URL, and one streamed answer's text."""
+    from arcops.prove import gate
+    from arcops.prove.openai_api import Endpoint
+
+    endpoint = Endpoint(url, key)
+    report = gate.run(endpoint, gate.only_model(endpoint), gate.prompt_set.DEFAULT)
+    body = gate.request_body(report["model"], {}, [{"role": "user", "content": "Count to five."}], 16)
+    chunks = list(endpoint.stream_chat(body))
+    text = "".join((c.get("choices") or [{}])[0].get("delta", {}).get("content") or "" for c in chunks)
+    return report, [text, chunks[-1].get("usage", {}).get("completion_tokens")]
+
+
+def test_with_an_engine_the_stand_in_answers_as_the_engine_does(start, engine):
+    """Through the stand-in's API (key, served name, vLLM's /v1/models) the engine's own answers,
+    streamed ones included, and its context length as the served maximum."""
+    key = "standin-engine-key"
+    run = start(
+        [MODEL, "--served-model-name", "qwen38-fp8"], VLLM_API_KEY=key, ARCOPS_STANDIN_ENGINE=engine.url
+    )
+    run.wait_for("Application startup complete.")
+    status, body = run.get("/v1/models", key)
+    (served,) = json.loads(body)["data"]
+    assert (status, served["id"], served["max_model_len"]) == (200, "qwen38-fp8", 2048)
+    direct, direct_stream = _answers(engine.url)
+    via, via_stream = _answers(f"http://127.0.0.1:{run.port}", key)
+    assert via["model"] == "qwen38-fp8" and via["max_model_len"] == 2048
+    for d, v in zip(direct["prompts"], via["prompts"], strict=True):
+        for mode in ("sequential", "concurrent"):
+            assert v[mode].get("error") is None, (v["id"], v[mode])
+            assert v[mode]["text"] == d[mode]["text"], v["id"]
+    assert via_stream == direct_stream and via_stream[1] > 0  # usage from the engine's last chunk
+    assert run.get("/v1/models")[0] == 401
+
+
+def test_plan_wrong_answers_reversed_text(start, engine):
+    run = start([MODEL, "--served-model-name", "m"], plan="wrong\n", ARCOPS_STANDIN_ENGINE=engine.url)
+    run.wait_for("Application startup complete.")
+    direct, direct_stream = _answers(engine.url)
+    via, via_stream = _answers(f"http://127.0.0.1:{run.port}")
+    texts = [
+        (d["sequential"]["text"], v["sequential"]["text"])
+        for d, v in zip(direct["prompts"], via["prompts"], strict=True)
+    ]
+    assert any(t for t, _ in texts) and all(v == d[::-1] for d, v in texts)
+    assert via_stream[0] != direct_stream[0] or not direct_stream[0].strip()
+
+
+def test_an_engine_that_does_not_answer_fails_the_start(start):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens here
+    run = start([MODEL], ARCOPS_STANDIN_ENGINE=f"http://127.0.0.1:{port}")
+    assert run.exit_code(timeout=30) == 1
+    assert any("EngineCore failed to start: the engine answered no model" in line for line in run.text())
+    assert not any("Application startup complete." in line for line in run.text())

@@ -15,7 +15,16 @@ ready):
     hang      stop after "Loading safetensors checkpoint shards:  75% Completed | 6/8" with every
               worker blocked in weight_loader -> copy_; SIGTERM still exits 0
     crash     a worker raises RuntimeError while loading weights; exit 1
+    wrong     like ready, but every answer's text comes back reversed (a server that looks
+              healthy and answers garbage: what the verify gate exists to catch)
 A worker that dies after start-up takes the server down too (exit 1); bad argv or plan: exit 2.
+
+Answers: with ARCOPS_STANDIN_ENGINE=http://HOST:PORT (a real OpenAI-compatible server: the
+lab runs llama.cpp's CPU llama-server), /v1/chat/completions, /v1/completions and /tokenize are
+answered by that engine (its model in place of the served name; streams passed through), and
+/v1/models lists the engine's context length; the engine unreachable at start-up fails the
+start like a model that does not load (exit 1). Without it, those routes answer 404: the
+stand-in serves no model.
 
 KV cache: a start without <cache>/torch_compile_cache is cold (553,472 tokens), later ones warm
 (680,000); the first start that compiles also writes a kernel file under the Triton cache.
@@ -32,6 +41,7 @@ import contextlib
 import faulthandler
 import hashlib
 import hmac
+import http.client
 import json
 import multiprocessing
 import multiprocessing.connection
@@ -42,6 +52,7 @@ import sys
 import threading
 import time
 import traceback
+import urllib.parse
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -229,7 +240,7 @@ def pop_plan(cache: Path) -> str:
 
 
 def parse_mode(mode: str) -> tuple[str, float]:
-    if mode in ("ready", "hang", "crash"):
+    if mode in ("ready", "hang", "crash", "wrong"):
         return mode, 0.0
     name, _, seconds = mode.partition(":")
     if name == "slow":
@@ -238,7 +249,7 @@ def parse_mode(mode: str) -> tuple[str, float]:
                 return name, float(seconds)
         except ValueError:
             pass
-    raise UsageError(f"unknown plan mode {mode!r} (ready, hang, crash, slow:SECONDS)")
+    raise UsageError(f"unknown plan mode {mode!r} (ready, hang, crash, wrong, slow:SECONDS)")
 
 
 # ---------------------------------------------------------------- worker processes
@@ -341,6 +352,64 @@ def worker_main(rank: int, world: int, model: str, mode: str, step: float, cache
         conn.recv()  # the API server never sends; EOF when it is gone
 
 
+# ---------------------------------------------------------------- the engine behind the API
+
+ENGINE_ENV = "ARCOPS_STANDIN_ENGINE"
+ENGINE_ROUTES = ("/v1/chat/completions", "/v1/completions", "/tokenize")
+
+
+def _reverse_texts(answer: object) -> None:
+    """Each choice's text reversed in place (message, delta or completion text)."""
+    for choice in (answer.get("choices") or []) if isinstance(answer, dict) else []:
+        for part in (choice.get("message"), choice.get("delta"), choice):
+            if isinstance(part, dict):
+                for key in ("content", "text"):
+                    if isinstance(part.get(key), str):
+                        part[key] = part[key][::-1]
+
+
+def _mangled(data: bytes) -> bytes:
+    try:
+        answer = json.loads(data)
+    except ValueError:
+        return data
+    _reverse_texts(answer)
+    return json.dumps(answer).encode()
+
+
+def _mangled_event(line: bytes) -> bytes:
+    if not line.startswith(b"data: ") or line.strip() == b"data: [DONE]":
+        return line
+    return b"data: " + _mangled(line[6:].strip()) + b"\n"
+
+
+def engine_info(url: str) -> dict:
+    """The engine's address, model and context length; OSError or ValueError when it cannot say."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
+        raise ValueError(f"{ENGINE_ENV} must be http://HOST:PORT, not {url!r}")
+    host, port = parts.hostname, parts.port or 80
+
+    def get(path: str) -> dict:
+        conn = http.client.HTTPConnection(host, port, timeout=10)
+        try:
+            conn.request("GET", path)
+            answer = conn.getresponse()
+            data = answer.read()
+            if answer.status != 200:
+                raise ValueError(f"GET {path}: HTTP {answer.status}")
+            return json.loads(data)
+        finally:
+            conn.close()
+
+    (model,) = get("/v1/models")["data"][:1]
+    length = model.get("max_model_len")
+    if not isinstance(length, int):  # llama-server says its context in /props
+        props = get("/props")
+        length = (props.get("default_generation_settings") or {}).get("n_ctx") or props.get("n_ctx")
+    return {"host": host, "port": port, "model": model["id"], "max_model_len": int(length)}
+
+
 # ---------------------------------------------------------------- the API server process
 
 
@@ -366,8 +435,46 @@ class Handler(BaseHTTPRequestHandler):
         return self._json(HTTPStatus.NOT_FOUND, {"detail": "Not Found"})
 
     def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self._json(HTTPStatus.NOT_FOUND, {"detail": "Not Found"})
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        state = self.server.state
+        path = self.path.split("?", 1)[0]
+        if path.startswith("/v1/") and state["api_key"] and not self._authorized(state["api_key"]):
+            return self._json(HTTPStatus.UNAUTHORIZED, {"error": "Unauthorized"})
+        engine = state.get("engine")
+        if engine is None or path not in ENGINE_ROUTES:
+            return self._json(HTTPStatus.NOT_FOUND, {"detail": "Not Found"})
+        try:
+            request = json.loads(body or b"{}")
+        except ValueError:
+            return self._json(HTTPStatus.BAD_REQUEST, {"detail": "body is not JSON"})
+        if isinstance(request, dict) and "model" in request:
+            request["model"] = engine["model"]
+        self._forward(engine, path, json.dumps(request).encode(), state["wrong"])
+
+    def _forward(self, engine: dict, path: str, body: bytes, wrong: bool) -> None:
+        """The engine's answer, streamed through as it comes (text reversed when wrong)."""
+        conn = http.client.HTTPConnection(engine["host"], engine["port"], timeout=600)
+        try:
+            conn.request("POST", path, body, {"Content-Type": "application/json"})
+            answer = conn.getresponse()
+            kind = answer.getheader("Content-Type", "application/json")
+            if not kind.startswith("text/event-stream"):
+                data = answer.read()
+                return self._send(HTTPStatus(answer.status), _mangled(data) if wrong else data, kind)
+            self.send_response(answer.status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for line in answer:
+                line = _mangled_event(line) if wrong else line
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                self._json(HTTPStatus.BAD_GATEWAY, {"detail": f"engine: {e}"})
+        finally:
+            conn.close()
 
     def _authorized(self, key: str) -> bool:
         given = self.headers.get("Authorization", "")
@@ -467,7 +574,15 @@ class Standin:
             "init engine (profile, create kv cache, warmup model) took "
             f"{time.monotonic() - started:.2f} seconds",
         )
-        self.server.state = self.state(mode, kv, cold)
+        upstream = None
+        if os.environ.get(ENGINE_ENV):
+            try:
+                upstream = engine_info(os.environ[ENGINE_ENV])
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                engine.error("core.py:700", f"EngineCore failed to start: the engine answered no model ({e})")
+                self.shutdown()
+                return 1
+        self.server.state = self.state(mode, kv, cold, upstream)
         api.info("api_server.py:1611", "Supported_tasks: ['generate']")
         api.info("api_server.py:1818", f"Starting vLLM API server 0 on http://0.0.0.0:{self.port}")
         api.info("launcher.py:29", "Available routes are:")
@@ -519,7 +634,7 @@ class Standin:
             kernel.parent.mkdir(parents=True, exist_ok=True)
             kernel.write_text(json.dumps({"name": "arcops_standin_kernel", "stand_in": True}) + "\n")
 
-    def state(self, mode: str, kv: int, cold: bool) -> dict:
+    def state(self, mode: str, kv: int, cold: bool, engine: dict | None) -> dict:
         created = int(time.time())
         models = [
             {
@@ -561,7 +676,17 @@ class Standin:
             "kv_cache_tokens": kv,
             "cold_start": cold,
         }
-        return {"api_key": os.environ.get("VLLM_API_KEY", ""), "models": models, "info": info}
+        if engine is not None:
+            for m in models:
+                m["max_model_len"] = engine["max_model_len"]
+            info["engine"] = {k: engine[k] for k in ("model", "max_model_len")}
+        return {
+            "api_key": os.environ.get("VLLM_API_KEY", ""),
+            "models": models,
+            "info": info,
+            "engine": engine,
+            "wrong": mode == "wrong",
+        }
 
     # -- failure and shutdown
 
