@@ -23,6 +23,7 @@ USER_VARS: dict[str, tuple[str, str]] = {
     "arcops_stack_bundle": ("str", "Intel's offline installer tarball: control-node path or URL"),
     "arcops_stack_lock": ("path", "the bundle's lock file (arcops bundle lock ... -o)"),
     "arcops_stack": ("dict", "the pinned stack: installer_version, kernel_release, guc_version"),
+    "arcops_release": ("dict", "the stack release in stack.yml (id, file, known): set by plugins/vars"),
     "arcops_mainline_kernel": ("dict", "a mainline kernel: release, packages, make_default ({} for none)"),
     "arcops_llama_cpp_sycl": ("bool", "build and prove llama.cpp's SYCL backend"),
     "arcops_vllm_service": ("bool", "deploy the tuned vLLM container and its watchdog"),
@@ -42,6 +43,8 @@ USER_VARS: dict[str, tuple[str, str]] = {
     "arcops_lab_gateway": ("str", "this machine's address on that network (vLLM publishes there)"),
     "arcops_lab_vllm_dir": ("path", "the lab's vLLM folder: engine socket, image archive, models"),
     "arcops_lab_llama_dir": ("path", "the lab's llama.cpp folder: oneAPI stand-in, mirror, model"),
+    "arcops_lab_model_dir": ("path", "the lab's model server folder: its prompt set"),
+    "arcops_lab_model_url": ("str", "where the lab's model server (a real CPU llama-server) answers"),
 }
 # Set by arcops itself during a run (facts), never by a user: not typos.
 RUN_FACTS = frozenset({"preflight_passed"})
