@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 from ..common.report import print_json, print_table
-from ..fleet import release
+from ..fleet import fleet_status, release
 from .common import Parser
 
 
@@ -31,6 +35,40 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    playbook = REPO / "playbooks" / "fleet_status.yml"
+    if not playbook.is_file():
+        print(f"arcops fleet status: runs from an arcops checkout ({playbook} is missing)", file=sys.stderr)
+        return 2
+    if not os.path.exists(args.inventory):
+        print(f"arcops fleet status: -i {args.inventory}: no such inventory", file=sys.stderr)
+        return 2
+    runner = Path(sys.executable).with_name("ansible-playbook")
+    with tempfile.TemporaryDirectory(prefix="arcops-fleet-") as tmp:
+        out = Path(tmp) / "status.json"
+        argv = [str(runner), "-i", args.inventory, str(playbook)]
+        argv += ["-e", json.dumps({"arcops_fleet_status_output": str(out)})]
+        env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")}
+        print(f"reading every box of {args.inventory} ...", file=sys.stderr)
+        done = subprocess.run(argv, env=env, capture_output=True, text=True)
+        if done.returncode != 0 or not out.is_file():
+            tail = (done.stdout + done.stderr).strip().splitlines()[-8:]
+            print(f"arcops fleet status: ansible-playbook failed ({done.returncode}):", file=sys.stderr)
+            print("\n".join(f"  {line}" for line in tail), file=sys.stderr)
+            return 2
+        data = json.loads(out.read_text())
+    if args.json:
+        print_json(data)
+    else:
+        print("\n".join(fleet_status.table(data["rows"])))
+        for problem in data["problems"]:
+            print(f"waves: {problem}")
+    return 0
+
+
 def add(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("fleet", help="stack releases and fleet rollouts")
     fleet = p.add_subparsers(dest="fleet_command", required=True, parser_class=Parser)
@@ -42,3 +80,11 @@ def add(sub: argparse._SubParsersAction) -> None:
     c.add_argument("file", help=f"the release file (an inventory's {release.FILE_NAME})")
     c.add_argument("--json", action="store_true", help="print JSON: id, file, vars, known-stack matches")
     c.set_defaults(func=_cmd_check)
+    s = fleet.add_parser(
+        "status",
+        help="every box: release running and targeted, kernel, GuC, image, last start and gate, xe resets",
+        description="Runs playbooks/fleet_status.yml: reads records and this boot's journal; changes nothing",
+    )
+    s.add_argument("-i", "--inventory", required=True, help="the fleet's inventory (a folder or hosts file)")
+    s.add_argument("--json", action="store_true", help="print JSON: rows and wave problems")
+    s.set_defaults(func=_cmd_status)

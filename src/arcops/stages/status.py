@@ -112,7 +112,10 @@ def _verify(r: dict) -> tuple[str, str]:
         t = _dict(t)
         answered = f"{t.get('right', '-')} of {t.get('prompts', '-')} right"
         parts.append(f"{name} {t.get('error') or answered}" + ("" if t.get("passed") is True else " (FAIL)"))
-    return ("passed" if r.get("passed") is True else "failed"), "; ".join(parts) or "no service to verify"
+    release = f"release {r['release']}: " if r.get("release") else ""
+    return ("passed" if r.get("passed") is True else "failed"), release + (
+        "; ".join(parts) or "no service to verify"
+    )
 
 
 _SUMMARIES = {

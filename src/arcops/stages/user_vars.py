@@ -24,6 +24,8 @@ USER_VARS: dict[str, tuple[str, str]] = {
     "arcops_stack_lock": ("path", "the bundle's lock file (arcops bundle lock ... -o)"),
     "arcops_stack": ("dict", "the pinned stack: installer_version, kernel_release, guc_version"),
     "arcops_release": ("dict", "the stack release in stack.yml (id, file, known): set by plugins/vars"),
+    "arcops_rollout_serial": ("list", "the fleet wave's batches, as Ansible's serial: e.g. [1, '25%']"),
+    "arcops_fleet_status_output": ("path", "a JSON file playbooks/fleet_status.yml writes its rows to"),
     "arcops_mainline_kernel": ("dict", "a mainline kernel: release, packages, make_default ({} for none)"),
     "arcops_llama_cpp_sycl": ("bool", "build and prove llama.cpp's SYCL backend"),
     "arcops_vllm_service": ("bool", "deploy the tuned vLLM container and its watchdog"),

@@ -1,0 +1,136 @@
+"""One row per box for `arcops fleet status`: the release it runs and the one it is meant to run,
+what it booted (kernel, GuC loaded per card), the image, its last vLLM start, its last gate, and
+the xe resets of this boot. The box's part is read on the box (box_facts: stdlib, inside the
+arcops_status module) from the same records the stages publish; the control node adds the
+target release and the wave, and prints the table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from ..box import xe_events
+from ..common.inputs import InputError, read_text
+from ..stages.status import read_records
+
+COLUMNS = ["box", "wave", "running", "target", "kernel", "guc", "image", "start", "gate", "xe_resets"]
+RESET_KINDS = (xe_events.ENGINE_RESET, xe_events.GT_RESET)
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def last_start(report_dir: Any) -> dict | None:
+    """The watchdog's latest report (result, exit code, attempts), or None when there is none."""
+    if not isinstance(report_dir, str) or not report_dir:
+        return None
+    path = os.path.join(report_dir, "latest.json")
+    if not os.path.exists(path):
+        return None
+    try:
+        report = json.loads(read_text(path, "start report", limit=16 * 2**20))
+    except (InputError, ValueError) as e:
+        return {"result": f"unreadable ({' '.join(str(e).split())})"}
+    report = _dict(report)
+    return {"result": report.get("result"), "exit_code": report.get("exit_code")}
+
+
+def resets(lines) -> int:
+    """Engine and GT resets in kernel log lines (this boot's journal, never dmesg)."""
+    found = xe_events.count(lines)["by_kind"]
+    return sum(found.get(kind, 0) for kind in RESET_KINDS)
+
+
+def box_facts(records: dict, facts: dict, start: dict | None, xe_resets: int | None) -> dict:
+    """What the box says of itself, in the columns' terms (records as status.read_records)."""
+    verify = _dict(records.get("verify"))
+    vllm = _dict(records.get("vllm_service"))
+    gucs = [str(g.get("guc_loaded") or "-") for g in facts.get("gpus") or [] if isinstance(g, dict)]
+    gate = "-"
+    if verify.get("gate") is False:
+        gate = "not gated"
+    elif verify:
+        parts = [
+            f"{name} {_dict(t).get('right', '-')}/{_dict(t).get('prompts', '-')}"
+            for name, t in sorted(_dict(verify.get("targets")).items())
+        ]
+        gate = ("passed" if verify.get("passed") is True else "FAILED") + (
+            f" ({', '.join(parts)})" if parts else ""
+        )
+    return {
+        "running": verify.get("release") if verify.get("passed") is True else None,
+        "verified_release": verify.get("release"),
+        "kernel": _dict(facts.get("host")).get("kernel"),
+        "guc": gucs,
+        "image": vllm.get("image"),
+        "image_id": (vllm.get("image_digest") or vllm.get("image_id") or "")[:19] or None,
+        "start": (start or {}).get("result"),
+        "gate": gate,
+        "xe_resets": xe_resets,
+    }
+
+
+def read_box(fact_dir: str, facts: dict, kernel_lines) -> dict:
+    """box_facts from the box's own records, its latest start report and this boot's journal."""
+    records = read_records(fact_dir)
+    records = {k: (v if isinstance(v, dict) else None) for k, v in records.items()}
+    start = last_start(_dict(records.get("vllm_service")).get("report_dir"))
+    return box_facts(records, facts, start, resets(kernel_lines))
+
+
+def row(host: str, wave: str, target: str | None, box: dict | None, error: str | None = None) -> dict:
+    """One table row; a box that could not be read says why in place of its facts."""
+    if box is None:
+        return {
+            "box": host,
+            "wave": wave,
+            "running": "-",
+            "target": target or "-",
+            "error": error or "unreachable",
+        }
+    running = box["running"] or (
+        f"{box['verified_release']} (gate failed)" if box["verified_release"] else "-"
+    )
+    return {
+        "box": host,
+        "wave": wave,
+        "running": running,
+        "target": target or "-",
+        "kernel": box["kernel"] or "-",
+        "guc": ", ".join(box["guc"]) or "-",
+        "image": " ".join(x for x in (box["image"], box["image_id"]) if x) or "-",
+        "start": box["start"] or "-",
+        "gate": box["gate"],
+        "xe_resets": "-" if box["xe_resets"] is None else box["xe_resets"],
+        "on_target": target is not None and box["running"] == target,
+    }
+
+
+def fleet(groups: dict, members: list[str], serial: list, targets: dict, boxes: dict, errors: dict) -> dict:
+    """Every Arc box's row in rollout order ({rows, problems}): BOXES maps a host to its
+    box_facts, ERRORS a host that could not be read to why; a box outside the waves still shows."""
+    from . import waves
+
+    try:
+        order = waves.wave_of(waves.waves(groups, members, serial))
+        problems: list[str] = []
+    except waves.WavesError as e:
+        order, problems = {}, e.problems
+    hosts = [h for h in order if h in members] + [h for h in members if h not in order]
+    rows = [row(h, order.get(h, "-"), targets.get(h), boxes.get(h), errors.get(h)) for h in hosts]
+    return {"rows": rows, "problems": problems}
+
+
+def table(rows: list[dict]) -> list[str]:
+    """The rows as aligned text (an unreachable box shows its error in place of its facts)."""
+    import io
+
+    from ..common.report import print_table
+
+    out = io.StringIO()
+    shown = [r if "error" not in r else {**r, "kernel": f"({r['error']})"} for r in rows]
+    print_table(shown, COLUMNS, out)
+    return out.getvalue().splitlines()
