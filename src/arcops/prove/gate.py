@@ -98,16 +98,24 @@ def build_requests(endpoint: Endpoint, model: str, data: dict, limit: int | None
 
 def count_tokens(endpoint: Endpoint, model: str, messages: list[dict]) -> int | None:
     """The prompt's length in the server's own tokens: vLLM's /tokenize takes chat messages,
-    llama-server's takes text. None when the server has neither."""
+    llama-server's takes text (the prompt its /apply-template makes of them, where it has one).
+    None when the server has neither."""
     try:
         answer = endpoint.request_json("POST", "/tokenize", {"model": model, "messages": messages})
         if isinstance(answer.get("count"), int):
             return answer["count"]
     except ApiError:
         pass
-    try:
+    try:  # llama-server: the prompt its chat template makes, so the template's tokens count too
+        text = endpoint.request_json("POST", "/apply-template", {"messages": messages}).get("prompt")
+    except ApiError:
+        text = None
+    if not isinstance(text, str):
         text = "\n".join(m["content"] for m in messages)
-        tokens = endpoint.request_json("POST", "/tokenize", {"content": text}).get("tokens")
+    try:
+        tokens = endpoint.request_json("POST", "/tokenize", {"content": text, "add_special": True}).get(
+            "tokens"
+        )
         return len(tokens) if isinstance(tokens, list) else None
     except ApiError:
         return None
@@ -115,15 +123,21 @@ def count_tokens(endpoint: Endpoint, model: str, messages: list[dict]) -> int | 
 
 def sized_needle(endpoint: Endpoint, model: str, secret: str, budget: int) -> list[dict]:
     """A needle context of about BUDGET tokens and never more, measured by the server when it
-    can count (twice at most: one rescale is enough, filler is uniform)."""
+    can count (a few rescales; the last one under budget is kept when none lands within 90%)."""
     chars = int(budget * CHARS_PER_TOKEN)
-    for _ in range(3):
+    smallest = None
+    for _ in range(6):
         messages = prompt_set.needle_messages(secret, chars)
         count = count_tokens(endpoint, model, messages)
         if count is None or 0.9 * budget <= count <= budget:
             return messages
-        chars = int(chars * budget / count * 0.97)
-    return messages
+        if count < budget and (smallest is None or count > smallest[0]):
+            smallest = (count, messages)
+        # A tokenizer is not uniform at every size: aim lower each time rather than overshoot.
+        chars = int(chars * budget / count * (0.95 if count < budget else 0.93))
+    if smallest is not None:
+        return smallest[1]  # under budget, if not within 90% of it: never more than asked
+    return prompt_set.needle_messages(secret, max(1, chars // 2))
 
 
 def ask(endpoint: Endpoint, prompt: dict, body: dict, clock: Callable[[], float]) -> dict:

