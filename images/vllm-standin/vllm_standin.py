@@ -22,9 +22,10 @@ A worker that dies after start-up takes the server down too (exit 1); bad argv o
 Answers: with ARCOPS_STANDIN_ENGINE=http://HOST:PORT (a real OpenAI-compatible server: the
 lab runs llama.cpp's CPU llama-server), /v1/chat/completions, /v1/completions and /tokenize are
 answered by that engine (its model in place of the served name; streams passed through), and
-/v1/models lists the engine's context length; the engine unreachable at start-up fails the
-start like a model that does not load (exit 1). Without it, those routes answer 404: the
-stand-in serves no model.
+/v1/models lists the engine's context length, and chat messages given to /tokenize are counted
+through the engine's chat template, as vLLM counts them; the engine unreachable at start-up
+fails the start like a model that does not load (exit 1). Without it, those routes answer 404:
+the stand-in serves no model.
 
 KV cache: a start without <cache>/torch_compile_cache is cold (553,472 tokens), later ones warm
 (680,000); the first start that compiles also writes a kernel file under the Triton cache.
@@ -383,6 +384,31 @@ def _mangled_event(line: bytes) -> bytes:
     return b"data: " + _mangled(line[6:].strip()) + b"\n"
 
 
+def _post(engine: dict, path: str, body: dict) -> dict | None:
+    conn = http.client.HTTPConnection(engine["host"], engine["port"], timeout=60)
+    try:
+        conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+        answer = conn.getresponse()
+        data = answer.read()
+        return json.loads(data) if answer.status == 200 else None
+    except (OSError, ValueError):
+        return None
+    finally:
+        conn.close()
+
+
+def _count_chat(engine: dict, request: dict) -> dict | None:
+    """Chat messages tokenized as vLLM does (through the chat template), by an engine that has
+    llama-server's /apply-template; None when it has not (vLLM answers /tokenize itself)."""
+    templated = _post(engine, "/apply-template", {"messages": request["messages"]})
+    if not isinstance(templated, dict) or not isinstance(templated.get("prompt"), str):
+        return None
+    tokens = (_post(engine, "/tokenize", {"content": templated["prompt"], "add_special": True}) or {}).get(
+        "tokens"
+    )
+    return {"count": len(tokens), "tokens": tokens} if isinstance(tokens, list) else None
+
+
 def engine_info(url: str) -> dict:
     """The engine's address, model and context length; OSError or ValueError when it cannot say."""
     parts = urllib.parse.urlsplit(url)
@@ -449,6 +475,10 @@ class Handler(BaseHTTPRequestHandler):
             return self._json(HTTPStatus.BAD_REQUEST, {"detail": "body is not JSON"})
         if isinstance(request, dict) and "model" in request:
             request["model"] = engine["model"]
+        if path == "/tokenize" and isinstance(request, dict) and "messages" in request:
+            counted = _count_chat(engine, request)
+            if counted is not None:  # vLLM's /tokenize templates chat messages; llama-server's takes text
+                return self._json(HTTPStatus.OK, {**counted, "max_model_len": engine["max_model_len"]})
         self._forward(engine, path, json.dumps(request).encode(), state["wrong"])
 
     def _forward(self, engine: dict, path: str, body: bytes, wrong: bool) -> None:
