@@ -150,11 +150,6 @@ def _unknown(keys: Any, known: tuple[str, ...] | dict, where: str) -> list[str]:
     return out
 
 
-def order(release_id: str) -> tuple[int, ...]:
-    """The sort key of a release id (checked by shape first)."""
-    return tuple(int(part) for part in release_id.split("."))
-
-
 def _resolve(base_dir: str, pinned: Any) -> Any:
     """A pinned file's path taken relative to the release's folder, as the release says it."""
     if isinstance(pinned, dict) and isinstance(pinned.get("path"), str):
