@@ -131,3 +131,16 @@ def test_arcops_fleet_status_reads_every_box_through_the_playbook(tmp_path, caps
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == fleet_status.COLUMNS and out[1].startswith("arc-b")
     assert main(["fleet", "status", "-i", str(tmp_path / "missing")]) == 2
+
+
+def test_the_last_bench_shows_each_service_at_its_fewest_streams():
+    targets = {
+        "vllm_service": {"passed": True, "bench": {"decode": {"8": 361.0, "1": 73.7, "4": 230.0}}},
+        "llama_cpp_sycl": {"passed": True},  # gated without a bench
+    }
+    box = fleet_status.box_facts({"verify": {"passed": True, "targets": targets}}, FACTS, None, 0)
+    assert box["bench"] == "vllm_service 73.7 tok/s @1"
+    assert fleet_status.row("a", "canary 1", None, box)["bench"] == "vllm_service 73.7 tok/s @1"
+    for junk in ({"decode": {"x": 1}}, {"decode": {"1": "fast"}}, {"decode": []}, "bench", None):
+        verify = {"passed": True, "targets": {"vllm_service": {"bench": junk}}}
+        assert fleet_status.box_facts({"verify": verify}, FACTS, None, 0)["bench"] is None

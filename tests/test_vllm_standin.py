@@ -380,6 +380,29 @@ def test_with_an_engine_the_stand_in_answers_as_the_engine_does(start, engine):
     assert run.get("/v1/models")[0] == 401
 
 
+def test_its_metrics_count_requests_in_flight_as_vllm_s_do(start, engine):
+    """/metrics is open without the key and the drain reads it as it reads real vLLM's
+    (tests/test_drain.py holds it against PyPI's vLLM CPU build): 1 running mid-stream, 0 after."""
+    from arcops.fleet import drain
+    from arcops.prove import gate
+    from arcops.prove.openai_api import Endpoint
+
+    key = "standin-metrics-key"
+    run = start([MODEL, "--served-model-name", "m"], VLLM_API_KEY=key, ARCOPS_STANDIN_ENGINE=engine.url)
+    run.wait_for("Application startup complete.")
+    url = f"http://127.0.0.1:{run.port}"
+    idle = drain.requests_in_flight(drain.fetch_metrics(url))
+    # Long enough to be running still when the metrics are read, however fast the engine is.
+    body = gate.request_body("m", {}, [{"role": "user", "content": "Count to fifty."}], 1500)
+    chunks = Endpoint(url, key).stream_chat({**body, "ignore_eos": True})
+    next(chunks)
+    busy = drain.requests_in_flight(drain.fetch_metrics(url))
+    list(chunks)
+    assert idle == {"vllm:num_requests_running": 0.0, "vllm:num_requests_waiting": 0.0}
+    assert busy["vllm:num_requests_running"] == 1.0
+    assert drain.wait(url, timeout=10, poll=0.1)["drained"] is True
+
+
 def test_plan_wrong_answers_reversed_text(start, engine):
     run = start([MODEL, "--served-model-name", "m"], plan="wrong\n", ARCOPS_STANDIN_ENGINE=engine.url)
     run.wait_for("Application startup complete.")

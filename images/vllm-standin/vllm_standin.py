@@ -6,7 +6,8 @@ machines. This entrypoint (python3 stdlib only) takes the same argv (first posit
 then vLLM flags, recorded but not interpreted except -tp/--tensor-parallel-size and
 --served-model-name), prints vLLM's start-up lines on stdout/stderr in vLLM's formats, spawns one
 python3 worker per tensor-parallel rank (multiprocessing "spawn", so py-spy can dump each one),
-serves /health and /v1/models on port 8000 and exits like vLLM does.
+serves /health, /v1/models and /metrics (vLLM's request gauges, open without the API key) on
+port 8000 and exits like vLLM does.
 
 Each start pops the first line of the plan file <cache>/arcops-standin-plan (missing or empty:
 ready):
@@ -384,6 +385,19 @@ def _mangled_event(line: bytes) -> bytes:
     return b"data: " + _mangled(line[6:].strip()) + b"\n"
 
 
+def _metrics(state: dict) -> str:
+    """vLLM's request gauges in its Prometheus text (one engine, the served model's name)."""
+    name = state["models"][0]["id"] if state["models"] else ""
+    labels = f'engine="0",model_name="{name}"'
+    out = []
+    for gauge, value, what in (
+        ("vllm:num_requests_running", state["running"], "Number of requests in model execution batches."),
+        ("vllm:num_requests_waiting", 0, "Number of requests waiting to be processed."),
+    ):
+        out += [f"# HELP {gauge} {what}", f"# TYPE {gauge} gauge", f"{gauge}{{{labels}}} {float(value)}"]
+    return "\n".join(out) + "\n"
+
+
 def _post(engine: dict, path: str, body: dict) -> dict | None:
     conn = http.client.HTTPConnection(engine["host"], engine["port"], timeout=60)
     try:
@@ -458,6 +472,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._json(HTTPStatus.OK, {"object": "list", "data": state["models"]})
         if path == "/arcops-standin/argv":
             return self._json(HTTPStatus.OK, state["info"])
+        if path == "/metrics":  # open without the key, as vLLM's; the gauges a drain waits on
+            return self._send(HTTPStatus.OK, _metrics(state).encode(), "text/plain; version=0.0.4")
         return self._json(HTTPStatus.NOT_FOUND, {"detail": "Not Found"})
 
     def do_POST(self):
@@ -479,7 +495,13 @@ class Handler(BaseHTTPRequestHandler):
             counted = _count_chat(engine, request)
             if counted is not None:  # vLLM's /tokenize templates chat messages; llama-server's takes text
                 return self._json(HTTPStatus.OK, {**counted, "max_model_len": engine["max_model_len"]})
-        self._forward(engine, path, json.dumps(request).encode(), state["wrong"])
+        with state["lock"]:
+            state["running"] += 1
+        try:
+            self._forward(engine, path, json.dumps(request).encode(), state["wrong"])
+        finally:
+            with state["lock"]:
+                state["running"] -= 1
 
     def _forward(self, engine: dict, path: str, body: bytes, wrong: bool) -> None:
         """The engine's answer, streamed through as it comes (text reversed when wrong)."""
@@ -716,6 +738,8 @@ class Standin:
             "info": info,
             "engine": engine,
             "wrong": mode == "wrong",
+            "running": 0,  # requests being answered now (vllm:num_requests_running)
+            "lock": threading.Lock(),
         }
 
     # -- failure and shutdown

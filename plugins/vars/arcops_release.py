@@ -15,7 +15,7 @@ DOCUMENTATION = """
     description:
         - Reads stack.yml in each inventory folder (the release the fleet runs) and gives the
           arc_servers group the variables the roles read, plus arcops_release (id, file, the
-          known stacks it matches).
+          known stacks it matches, and those variables, which a rollback re-applies).
         - The release is checked whole first (keys, the sha256 of each file it names, the roles'
           checks, known-bad stacks); a refused release fails the inventory load.
         - An inventory without stack.yml is left to its group_vars.
@@ -63,4 +63,4 @@ class VarsModule(BaseVarsPlugin):
             except release.ReleaseError as e:
                 raise AnsibleParserError(str(e)) from None
         found = _LOADED[key]
-        return {**found["vars"], release.RELEASE_VAR: {k: found[k] for k in ("id", "file", "known")}}
+        return {**found["vars"], release.RELEASE_VAR: {k: found[k] for k in ("id", "file", "known", "vars")}}

@@ -6,7 +6,7 @@ headers; Level Zero, OpenCL, IGC, gmmlib) and firmware blobs with valid headers 
 GuC version. The packages install marker files only, so a container can install them.
 
     python3 tests/helpers/bundle_builder.py OUTDIR [--kernel-release R] [--guc 70.60.0] [--version V]
-        [--kernel-deb DEB]... [--runtime-deb DEB]...
+        [--kernel-deb DEB]... [--runtime-deb DEB]... [--runtime-version PACKAGE=VERSION]...
 prints the tarball's path. --runtime-deb ships a real package in gfxdrv/gpgpu instead of the
 synthetic one of the same name (the lab ships Debian's Level Zero loader and headers, as Intel's
 bundle ships its own, so llama.cpp's build finds them).
@@ -107,6 +107,7 @@ def build_bundle(
     huc: str = "8.2.10",
     kernel_debs: list[Path] | None = None,
     runtime_debs: list[Path] | None = None,
+    runtime_versions: dict[str, str] | None = None,
 ) -> Path:
     """Write multi-arc-bmg-offline-installer-VERSION.tar.xz into `out`; return its path.
 
@@ -135,6 +136,7 @@ def build_bundle(
                 for pkg, ver, arch, files in kernel_packages(kernel_release):
                     build_deb(tree / "base", pkg, ver, arch, files)
             for folder, pkg, ver, arch in RUNTIME:
+                ver = (runtime_versions or {}).get(pkg, ver)
                 (tree / folder).mkdir(parents=True, exist_ok=True)
                 if pkg not in real:
                     marker = {f"usr/share/doc/{pkg}/arcops-synthetic": f"{pkg} {ver}\n"}
@@ -164,7 +166,15 @@ def main() -> None:
     parser.add_argument(
         "--runtime-deb", type=Path, action="append", help="ship this real runtime .deb (gfxdrv/gpgpu) instead"
     )
+    parser.add_argument(
+        "--runtime-version",
+        action="append",
+        default=[],
+        metavar="PACKAGE=VERSION",
+        help="build this synthetic runtime package at another version (a newer compute runtime)",
+    )
     args = parser.parse_args()
+    versions = dict(v.split("=", 1) for v in args.runtime_version)
     print(
         build_bundle(
             args.out,
@@ -173,6 +183,7 @@ def main() -> None:
             args.guc,
             kernel_debs=args.kernel_deb,
             runtime_debs=args.runtime_deb,
+            runtime_versions=versions,
         )
     )
 

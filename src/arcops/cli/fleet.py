@@ -1,4 +1,4 @@
-"""arcops fleet check: a stack release, as the rollout and the roles will read it."""
+"""arcops fleet check | status | plan: a stack release, the fleet's status, a rollout's dry run."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 from ..common.report import print_json, print_table
-from ..fleet import fleet_status, release
+from ..fleet import changes, fleet_status, release
 from .common import Parser
 
 
@@ -38,27 +38,44 @@ def _cmd_check(args: argparse.Namespace) -> int:
 REPO = Path(__file__).resolve().parents[3]
 
 
-def _cmd_status(args: argparse.Namespace) -> int:
-    playbook = REPO / "playbooks" / "fleet_status.yml"
+def _run_playbook(command: str, inventory: str, name: str, extra: dict, env: dict | None = None):
+    """Run playbooks/NAME against INVENTORY (this checkout's ansible.cfg): the finished process,
+    or None after saying why it could not start."""
+    playbook = REPO / "playbooks" / name
     if not playbook.is_file():
-        print(f"arcops fleet status: runs from an arcops checkout ({playbook} is missing)", file=sys.stderr)
-        return 2
-    if not os.path.exists(args.inventory):
-        print(f"arcops fleet status: -i {args.inventory}: no such inventory", file=sys.stderr)
-        return 2
+        print(
+            f"arcops fleet {command}: runs from an arcops checkout ({playbook} is missing)", file=sys.stderr
+        )
+        return None
+    if not os.path.exists(inventory):
+        print(f"arcops fleet {command}: -i {inventory}: no such inventory", file=sys.stderr)
+        return None
     runner = Path(sys.executable).with_name("ansible-playbook")
+    argv = [str(runner), "-i", inventory, str(playbook), "-e", json.dumps(extra)]
+    if command == "plan":
+        argv.append("--check")
+    full_env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), **(env or {})}
+    return subprocess.run(argv, env=full_env, capture_output=True, text=True)
+
+
+def _failed(command: str, done) -> int:
+    tail = (done.stdout + done.stderr).strip().splitlines()[-8:]
+    print(f"arcops fleet {command}: ansible-playbook failed ({done.returncode}):", file=sys.stderr)
+    print("\n".join(f"  {line}" for line in tail), file=sys.stderr)
+    return 2
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="arcops-fleet-") as tmp:
         out = Path(tmp) / "status.json"
-        argv = [str(runner), "-i", args.inventory, str(playbook)]
-        argv += ["-e", json.dumps({"arcops_fleet_status_output": str(out)})]
-        env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")}
         print(f"reading every box of {args.inventory} ...", file=sys.stderr)
-        done = subprocess.run(argv, env=env, capture_output=True, text=True)
-        if done.returncode != 0 or not out.is_file():
-            tail = (done.stdout + done.stderr).strip().splitlines()[-8:]
-            print(f"arcops fleet status: ansible-playbook failed ({done.returncode}):", file=sys.stderr)
-            print("\n".join(f"  {line}" for line in tail), file=sys.stderr)
+        done = _run_playbook(
+            "status", args.inventory, "fleet_status.yml", {"arcops_fleet_status_output": str(out)}
+        )
+        if done is None:
             return 2
+        if done.returncode != 0 or not out.is_file():
+            return _failed("status", done)
         data = json.loads(out.read_text())
     if args.json:
         print_json(data)
@@ -66,6 +83,66 @@ def _cmd_status(args: argparse.Namespace) -> int:
         print("\n".join(fleet_status.table(data["rows"])))
         for problem in data["problems"]:
             print(f"waves: {problem}")
+    return 0
+
+
+PLAN_COLUMNS = ["box", "wave", "action", "from", "to", "changes", "reboot"]
+
+
+def plan_rows(planned: dict, changed: dict) -> list[dict]:
+    """The plan's boxes with what the dry run would change on each and why it would reboot."""
+    per_box = changes.by_box(changed.get("changed") or [])
+    reboots = changed.get("reboots") or {}
+    rows = []
+    for b in planned["boxes"]:
+        found = per_box.get(b["box"], {"kinds": [], "tasks": []})
+        rows.append(
+            {
+                "box": b["box"],
+                "wave": f"{b['wave']} {b['batch']}",
+                "action": b["action"] or "-",
+                "from": b["before"] or "-",
+                "to": b["target"] or "-",
+                "changes": ", ".join(found["kinds"]) if b["action"] != "check" else "none (gated only)",
+                "reboot": "; ".join(r.removeprefix("Would reboot: ") for r in reboots.get(b["box"], []))
+                or "no",
+                "tasks": found["tasks"],
+            }
+        )
+    return rows
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="arcops-fleet-") as tmp:
+        plan_file, changes_file = Path(tmp) / "plan.json", Path(tmp) / "changes.json"
+        print(f"dry run of playbooks/rollout.yml on every box of {args.inventory} ...", file=sys.stderr)
+        done = _run_playbook(
+            "plan",
+            args.inventory,
+            "rollout.yml",
+            {"arcops_rollout_plan_output": str(plan_file)},
+            {"ARCOPS_CHANGES_FILE": str(changes_file)},
+        )
+        if done is None:
+            return 2
+        planned = json.loads(plan_file.read_text()) if plan_file.is_file() else None
+        if planned and planned["problems"]:
+            for problem in planned["problems"]:
+                print(f"arcops fleet plan: refused: {problem}", file=sys.stderr)
+            return 2
+        if done.returncode == 0 and planned is None:  # the plan play matched no host
+            print(f"arcops fleet plan: -i {args.inventory}: no box in arc_servers", file=sys.stderr)
+            return 2
+        if done.returncode != 0 or planned is None or not changes_file.is_file():
+            return _failed("plan", done)
+        rows = plan_rows(planned, json.loads(changes_file.read_text()))
+    known = planned.get("known") or []
+    if args.json:
+        print_json({"boxes": rows, "known": known})
+    else:
+        print_table(rows, PLAN_COLUMNS)
+        for line in known or ["no known stack matches"]:
+            print(f"known stacks: {line}")
     return 0
 
 
@@ -88,3 +165,13 @@ def add(sub: argparse._SubParsersAction) -> None:
     s.add_argument("-i", "--inventory", required=True, help="the fleet's inventory (a folder or hosts file)")
     s.add_argument("--json", action="store_true", help="print JSON: rows and wave problems")
     s.set_defaults(func=_cmd_status)
+    pl = fleet.add_parser(
+        "plan",
+        help="what a rollout would do: per box its wave, action, what would change, whether it reboots",
+        description="Runs playbooks/rollout.yml in check mode (no change). Exit 0: the plan; 2: refused.",
+    )
+    pl.add_argument("-i", "--inventory", required=True, help="the fleet's inventory (with its stack.yml)")
+    pl.add_argument(
+        "--json", action="store_true", help="print JSON: boxes, each with the tasks that would change"
+    )
+    pl.set_defaults(func=_cmd_plan)

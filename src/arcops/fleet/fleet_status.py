@@ -18,7 +18,10 @@ from ..common.report import print_table
 from ..stages.status import read_records
 from . import waves
 
-COLUMNS = ["box", "wave", "running", "target", "kernel", "guc", "image", "start", "gate", "xe_resets"]
+COLUMNS = [
+    *("box", "wave", "running", "target", "kernel", "guc", "image"),
+    *("start", "gate", "bench", "xe_resets"),
+]
 RESET_KINDS = (xe_events.ENGINE_RESET, xe_events.GT_RESET)
 
 
@@ -64,6 +67,7 @@ def box_facts(records: dict, facts: dict, start: dict | None, xe_resets: int | N
             f" ({', '.join(parts)})" if parts else ""
         )
     return {
+        "bench": bench_figure(verify),
         "running": verify.get("release") if verify.get("passed") is True else None,
         "verified_release": verify.get("release"),
         "kernel": _dict(facts.get("host")).get("kernel"),
@@ -74,6 +78,20 @@ def box_facts(records: dict, facts: dict, start: dict | None, xe_resets: int | N
         "gate": gate,
         "xe_resets": xe_resets,
     }
+
+
+def bench_figure(verify: dict) -> str | None:
+    """The last bench of each service the verify record keeps: decode output tok/s at its
+    fewest streams ("vllm_service 73.7 tok/s @1"), or None when no bench ran."""
+    parts = []
+    for name, target in sorted(_dict(verify.get("targets")).items()):
+        decode = _dict(_dict(_dict(target).get("bench")).get("decode"))
+        try:
+            fewest = min(decode, key=int)
+            parts.append(f"{name} {float(decode[fewest]):g} tok/s @{int(fewest)}")
+        except (TypeError, ValueError):  # no figures, or not numbers: nothing to show
+            continue
+    return ", ".join(parts) or None
 
 
 def read_box(fact_dir: str, facts: dict, kernel_lines) -> dict:
@@ -107,6 +125,7 @@ def row(host: str, wave: str, target: str | None, box: dict | None, error: str |
         "image": " ".join(x for x in (box["image"], box["image_id"]) if x) or "-",
         "start": box["start"] or "-",
         "gate": box["gate"],
+        "bench": box.get("bench") or "-",
         "xe_resets": "-" if box["xe_resets"] is None else box["xe_resets"],
         "on_target": target is not None and box["running"] == target,
     }

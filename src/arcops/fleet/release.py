@@ -26,11 +26,10 @@ from typing import Any
 from ..stages import role_inputs
 from ..vllm import vllm_spec
 from . import known_stacks
+from .release_id import ID
 
 FILE_NAME = "stack.yml"
 FORMAT = 1
-# Dotted numbers ("2026.12.1"): releases order by them, so "older than what a box runs" is exact.
-ID = re.compile(r"[0-9]{1,9}(?:[.][0-9]{1,9}){0,4}")
 
 # Each section's keys and their shapes. A section left out: that part of the stack is not run.
 SECTIONS: dict[str, dict[str, str]] = {

@@ -125,7 +125,11 @@ def verify_target(
         golden = pick_golden(goldens, model, target["stack"])
         out["gate"] = gate.run(endpoint, model, data, golden, fail_on_drift, stack, watch=watch and watch())
         if bench_options and out["gate"]["passed"]:  # numbers from wrong answers mean nothing
-            out["bench"] = bench.run(endpoint, model, stack=stack, watch=watch and watch(), **bench_options)
+            options = dict(bench_options)
+            own = options.pop("baselines", None) or {}
+            if target["name"] in own:
+                options["baseline"] = own[target["name"]]
+            out["bench"] = bench.run(endpoint, model, stack=stack, watch=watch and watch(), **options)
     except (gate.GateError, bench.BenchError, ApiError, ValueError) as e:
         out["error"] = " ".join(str(e).split())
     return out
@@ -150,9 +154,13 @@ def summary(result: dict) -> dict:
         xe_events=len(host.get("xe_events") or []),
     )
     if result_bench is not None:
+        # The headline a fleet's status shows: decode output tok/s per concurrency. A bench
+        # measures anew each time, so a run with the bench on records new figures.
+        decode = bench.figures(result_bench)["decode"]
         out["bench"] = {
             "baseline": (result_bench.get("baseline") or {}).get("what"),
             "worse": worse,
+            "decode": {str(k): round(v, 1) for k, v in sorted(decode.items())},
         }
     return out
 
@@ -208,50 +216,68 @@ def bench_options(value: Any) -> dict | None:
         return None
     if not isinstance(value, dict):
         raise VerifyError(f"bench: must be a mapping, got {type(value).__name__}")
-    known = {"concurrency", "prompt_lengths", "output_tokens", "requests", "baseline", "tolerance"}
+    known = {
+        "concurrency",
+        "prompt_lengths",
+        "output_tokens",
+        "requests",
+        "baseline",
+        "baselines",
+        "tolerance",
+    }
     unknown = sorted(set(value) - known, key=str)
     if unknown:
         raise VerifyError(f"bench: {unknown[0]!r} is not a bench option ({', '.join(sorted(known))})")
 
     def numbers(key: str, default: list[int] | None) -> list[int] | None:
         v = value.get(key) or default
-        if v is not None and not (isinstance(v, list) and v and all(type(n) is int and n > 0 for n in v)):
+        if v is not None and not (isinstance(v, list) and v and all(_whole(n) and n > 0 for n in v)):
             raise VerifyError(f"bench.{key}: must be a list of whole numbers above 0")
         return v
 
     def count(key: str, default: int | None) -> int | None:
         v = value.get(key) or default
-        if v is not None and not (type(v) is int and v > 0):
+        if v is not None and not (_whole(v) and v > 0):
             raise VerifyError(f"bench.{key}: must be a whole number above 0")
         return v
 
     tolerance = value.get("tolerance", 0.1)
-    if type(tolerance) not in (int, float) or not 0 <= tolerance < 1:
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 <= tolerance < 1:
         raise VerifyError("bench.tolerance: a fraction from 0 to below 1 (0.1 = 10 %)")
-    baseline = value.get("baseline") or None
-    if baseline is not None:
-        if not isinstance(baseline, str):
-            raise VerifyError("bench.baseline: a profile name or a bench result's JSON text")
-        if baseline not in bench.PROFILES and not baseline.lstrip().startswith("{"):
-            known = ", ".join(bench.PROFILES)
-            raise VerifyError(
-                f"bench.baseline: {baseline[:80]!r} is neither a profile ({known}) nor a bench result"
-            )
-        try:
-            what, figures = bench.load_baseline(baseline, lambda text: text)
-            baseline = (what if baseline in bench.PROFILES else "a previous result", figures)
-        except bench.BenchError:
-            raise VerifyError(
-                "bench.baseline: the text given is not a bench result (format 1 with decode)"
-            ) from None
+    baselines = value.get("baselines") or {}
+    if not isinstance(baselines, dict) or not all(isinstance(k, str) for k in baselines):
+        raise VerifyError("bench.baselines: a mapping of a service's name to its baseline")
     return {
         "concurrency": numbers("concurrency", list(bench.DEFAULT_CONCURRENCY)),
         "lengths": numbers("prompt_lengths", None),
         "output_tokens": count("output_tokens", 128),
         "requests": count("requests", None),
-        "baseline": baseline,
+        "baseline": _baseline(value.get("baseline") or None, "bench.baseline"),
+        # Per service (the rollout's: each service against its own figures from before).
+        "baselines": {k: _baseline(v, f"bench.baselines.{k}") for k, v in baselines.items() if v},
         "tolerance": float(tolerance),
     }
+
+
+def _whole(n: Any) -> bool:
+    """A whole number (Ansible hands over int subclasses; a bool is no count)."""
+    return isinstance(n, int) and not isinstance(n, bool)
+
+
+def _baseline(baseline: Any, where: str) -> tuple | None:
+    """(what, figures) from a profile name or a previous result's JSON text; None for none."""
+    if baseline is None:
+        return None
+    if not isinstance(baseline, str):
+        raise VerifyError(f"{where}: a profile name or a bench result's JSON text")
+    if baseline not in bench.PROFILES and not baseline.lstrip().startswith("{"):
+        known = ", ".join(bench.PROFILES)
+        raise VerifyError(f"{where}: {baseline[:80]!r} is neither a profile ({known}) nor a bench result")
+    try:
+        what, figures = bench.load_baseline(baseline, lambda text: text)
+    except bench.BenchError:
+        raise VerifyError(f"{where}: the text given is not a bench result (format 1 with decode)") from None
+    return (what if baseline in bench.PROFILES else "a previous result", figures)
 
 
 def prompt_data(value: Any) -> dict:

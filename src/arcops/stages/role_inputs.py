@@ -287,6 +287,16 @@ def verify(v: dict) -> list[str]:
             out += _control_file(
                 "verify_bench_baseline", baseline, lambda text, where: bench_options({"baseline": text})
             )
+    baselines = v.get("verify_bench_baselines") or {}
+    if not isinstance(baselines, dict):
+        out.append("verify_bench_baselines must be a mapping of a service's name to a result file")
+        baselines = {}
+    for name, path in sorted(baselines.items(), key=lambda kv: str(kv[0])):
+        where = f"verify_bench_baselines.{name}"
+        if not isinstance(path, str) or not os.path.isfile(path):
+            out.append(f"{where}: {path!r} is not a bench result file on the control node")
+        else:
+            out += _control_file(where, path, lambda text, where: bench_options({"baseline": text}))
     if v.get("verify_bench"):
         try:
             bench_options(

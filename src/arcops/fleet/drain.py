@@ -1,0 +1,106 @@
+"""Drain a box before its stack changes: wait until vLLM runs no request, then say what to stop.
+
+vLLM's /metrics (Prometheus text; open without the API key) carries `vllm:num_requests_running`
+and `vllm:num_requests_waiting`, one sample per engine and model. A box is drained when both sum
+to 0, or when the time given runs out (the services are stopped then anyway: a rollout does not
+wait for ever on a client that never stops; the record says how many were still running).
+
+Stdlib only: it runs on the box inside the arcops_drain module.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+
+GAUGES = ("vllm:num_requests_running", "vllm:num_requests_waiting")
+# name{labels} value  (labels optional; the value a float, NaN or +Inf as Prometheus writes them)
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(?:\s+\S+)?$")
+
+
+class DrainError(ValueError):
+    """Metrics that cannot be read as vLLM writes them."""
+
+
+def requests_in_flight(text: str) -> dict[str, float]:
+    """Each gauge of GAUGES summed over its samples; DrainError when neither is there (not vLLM)."""
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = _SAMPLE.match(line.strip())
+        if m is None or m[1] not in GAUGES:
+            continue
+        try:
+            value = float(m[3])
+        except ValueError:
+            raise DrainError(f"metrics: {m[1]} has no number ({m[3][:40]!r})") from None
+        if value != value or value < 0:  # NaN or negative: not a count
+            raise DrainError(f"metrics: {m[1]} is {m[3][:40]!r}, not a count")
+        found[m[1]] = found.get(m[1], 0.0) + value
+    if "vllm:num_requests_running" not in found:
+        raise DrainError("metrics: no vllm:num_requests_running sample (is this vLLM's /metrics?)")
+    return found
+
+
+def fetch_metrics(url: str, timeout: float = 5.0) -> str:
+    with urllib.request.urlopen(url.rstrip("/") + "/metrics", timeout=timeout) as r:
+        return r.read(4 * 2**20).decode("utf-8", "replace")
+
+
+def wait(
+    url: str,
+    timeout: float,
+    poll: float = 1.0,
+    fetch: Callable[[str], str] = fetch_metrics,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict:
+    """Poll URL's /metrics until nothing runs or waits, or TIMEOUT passes:
+    {drained, running, waiting, seconds, error}. A server that does not answer has nothing to
+    drain (it serves nobody): drained, with the error said."""
+    started = clock()
+    while True:
+        try:
+            found = requests_in_flight(fetch(url))
+        except (urllib.error.URLError, OSError) as e:
+            reason = getattr(e, "reason", e)
+            return {
+                "drained": True,
+                "running": 0,
+                "waiting": 0,
+                "seconds": round(clock() - started, 1),
+                "error": f"not answering ({reason}): nothing to drain",
+            }
+        running = int(found.get("vllm:num_requests_running", 0))
+        waiting = int(found.get("vllm:num_requests_waiting", 0))
+        seconds = round(clock() - started, 1)
+        if running == 0 and waiting == 0:
+            return {"drained": True, "running": 0, "waiting": 0, "seconds": seconds, "error": None}
+        if clock() - started >= timeout:
+            return {
+                "drained": False,
+                "running": running,
+                "waiting": waiting,
+                "seconds": seconds,
+                "error": None,
+            }
+        sleep(poll)
+
+
+# The llama-server unit's name as roles/llama_cpp_sycl installs it (its record names no unit).
+LLAMA_UNIT = "arcops-llama-server.service"
+
+
+def units(records: dict) -> list[str]:
+    """The inference units a box runs, from the serving stages' records: what a drain stops."""
+    out = []
+    vllm = records.get("vllm_service") or {}
+    if vllm.get("endpoint") and vllm.get("unit"):
+        out.append(vllm["unit"])
+    if (records.get("llama_cpp_sycl") or {}).get("endpoint"):
+        out.append(LLAMA_UNIT)
+    return out
