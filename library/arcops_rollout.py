@@ -12,8 +12,8 @@ description:
     plan there as JSON, in check mode too (that file is the output named).
   - C(start) makes the run's folder under O(root) (C(rollout.json) with the plan; C(latest) points
     at it). C(step) appends a step to the box's own file (C(boxes/BOX.json)). C(halt) stops the run
-    (no later batch starts). C(state) says whether it was halted. C(finish) writes C(summary.json)
-    and C(summary.txt).
+    (no later batch starts; the first halt stands). C(finish) writes C(summary.json) and
+    C(summary.txt).
   - Run it delegated to localhost. The record is the rollout's log, not a change to any box, so it
     reports changed=false. In check mode nothing but O(output) is written.
 options:
@@ -21,7 +21,7 @@ options:
     description: What to do.
     type: str
     required: true
-    choices: [plan, start, step, halt, state, finish]
+    choices: [plan, start, step, halt, finish]
   boxes:
     description: (plan) Host name to what arcops_status returned as box (null when unread).
     type: dict
@@ -72,7 +72,7 @@ options:
     elements: dict
     default: []
   run:
-    description: (step, halt, state, finish) The run's folder, from C(start).
+    description: (step, halt, finish) The run's folder, from C(start).
     type: path
   box:
     description: (step, halt) The box.
@@ -120,8 +120,8 @@ run:
   returned: start
   type: str
 halted:
-  description: (state) The halt (box, reason, at) or null.
-  returned: state
+  description: (halt) The halt that stands (box, reason, at), this box's or an earlier one's.
+  returned: halt
   type: dict
 summary:
   description: (finish) rows, halt, result (passed, halted, in progress).
@@ -173,7 +173,7 @@ def main():
             "action": {
                 "type": "str",
                 "required": True,
-                "choices": ["plan", "start", "step", "halt", "state", "finish"],
+                "choices": ["plan", "start", "step", "halt", "finish"],
             },
             "boxes": {"type": "dict", "default": {}},
             "errors": {"type": "dict", "default": {}},
@@ -198,7 +198,6 @@ def main():
             ("action", "start", ["root", "release"]),
             ("action", "step", ["run", "box", "step"]),
             ("action", "halt", ["run", "box"]),
-            ("action", "state", ["run"]),
             ("action", "finish", ["run"]),
         ],
         supports_check_mode=True,
@@ -207,7 +206,7 @@ def main():
     if p["action"] == "plan":
         _plan(module, p)
     if module.check_mode:  # a dry run keeps no record
-        module.exit_json(changed=False, run="", halted=None, lines=[], summary={})
+        module.exit_json(changed=False, run="", halted={}, lines=[], summary={})
     try:
         if p["action"] == "start":
             root = output_dir(p["root"], "record root")  # made when missing; a file there is refused
@@ -221,8 +220,6 @@ def main():
             module.exit_json(
                 changed=False, halted=rollout.halt(p["run"], p["box"], " ".join(p["detail"].split()))
             )
-        if p["action"] == "state":
-            module.exit_json(changed=False, halted=rollout.halted(p["run"]))
         summed = rollout.finish(p["run"])
         module.exit_json(changed=False, summary=summed, lines=rollout.table(summed))
     except (OutputError, OSError, ValueError) as e:

@@ -38,9 +38,11 @@ def _cmd_check(args: argparse.Namespace) -> int:
 REPO = Path(__file__).resolve().parents[3]
 
 
-def _run_playbook(command: str, inventory: str, name: str, extra: dict, env: dict | None = None):
-    """Run playbooks/NAME against INVENTORY (this checkout's ansible.cfg): the finished process,
-    or None after saying why it could not start."""
+def _run_playbook(
+    command: str, inventory: str, name: str, extra: dict, env: dict | None = None, check: bool = False
+):
+    """Run playbooks/NAME against INVENTORY (this checkout's ansible.cfg; a dry run with CHECK):
+    the finished process, or None after saying why it could not start."""
     playbook = REPO / "playbooks" / name
     if not playbook.is_file():
         print(
@@ -52,7 +54,7 @@ def _run_playbook(command: str, inventory: str, name: str, extra: dict, env: dic
         return None
     runner = Path(sys.executable).with_name("ansible-playbook")
     argv = [str(runner), "-i", inventory, str(playbook), "-e", json.dumps(extra)]
-    if command == "plan":
+    if check:
         argv.append("--check")
     full_env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), **(env or {})}
     return subprocess.run(argv, env=full_env, capture_output=True, text=True)
@@ -122,6 +124,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
             "rollout.yml",
             {"arcops_rollout_plan_output": str(plan_file)},
             {"ARCOPS_CHANGES_FILE": str(changes_file)},
+            check=True,
         )
         if done is None:
             return 2

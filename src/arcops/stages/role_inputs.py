@@ -275,6 +275,10 @@ def verify(v: dict) -> list[str]:
         for name in sorted(os.listdir(golden_dir)):
             if name.endswith(".json"):
                 out += _control_file("verify_golden_dir", os.path.join(golden_dir, name), load_golden)
+
+    def a_result(text: str, where: str) -> dict | None:  # a previous bench result, as bench reads it
+        return bench_options({"baseline": text})
+
     baseline = str(v.get("verify_bench_baseline") or "")
     if baseline and baseline not in bench_profiles:
         if not os.path.isfile(baseline):
@@ -284,9 +288,7 @@ def verify(v: dict) -> list[str]:
                 "nor a file on the control node"
             )
         else:
-            out += _control_file(
-                "verify_bench_baseline", baseline, lambda text, where: bench_options({"baseline": text})
-            )
+            out += _control_file("verify_bench_baseline", baseline, a_result)
     baselines = v.get("verify_bench_baselines") or {}
     if not isinstance(baselines, dict):
         out.append("verify_bench_baselines must be a mapping of a service's name to a result file")
@@ -296,7 +298,7 @@ def verify(v: dict) -> list[str]:
         if not isinstance(path, str) or not os.path.isfile(path):
             out.append(f"{where}: {path!r} is not a bench result file on the control node")
         else:
-            out += _control_file(where, path, lambda text, where: bench_options({"baseline": text}))
+            out += _control_file(where, path, a_result)
     if v.get("verify_bench"):
         try:
             bench_options(
