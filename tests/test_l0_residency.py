@@ -1,7 +1,7 @@
 """The Level Zero residency filter (arcops-l0-residency.so), built with gcc and run under the real
 dynamic loader with LD_AUDIT, against a stub Level Zero loader that records every call it gets
 (tests/fixtures/l0_residency: the stub and the program that calls it). What the filter does on a
-real B60 pair is a hardware check (README)."""
+real B60 pair is a hardware check (docs/host-ram.md)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@
 //                               exit with the calls kept and skipped (the marker tests look for)
 // A Level Zero loader without a symbol the filter needs leaves every call unchanged.
 //
-// Build: gcc with the flags in arcops.vllm.residency_shim.CFLAGS (the role and the tests use them).
+// Build: gcc with the flags in arcops.vllm.residency_shim.CFLAGS (every build goes through it).
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <level_zero/ze_api.h>

@@ -24,6 +24,7 @@ from ..common.report import print_json, print_table
 from ..vllm import residency_shim
 
 STUB_FLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Werror")
+TIMINGS = ("unrelated_ns", "resident_ns")  # what the program's bench mode reports per call
 
 
 def build_stub(root: Path, fixtures: Path, without_alloc_properties: bool = False) -> Path:
@@ -80,19 +81,14 @@ def bench(fixtures: Path, calls: int, runs: int) -> dict:
             samples["with"].append(measure(program, shim, calls))
             print(f"[bench] run {i + 1}/{runs} done", file=sys.stderr, flush=True)
     median = {
-        way: {
-            key: round(statistics.median(s[key] for s in runs_), 2) for key in ("unrelated_ns", "resident_ns")
-        }
+        way: {key: round(statistics.median(s[key] for s in runs_), 2) for key in TIMINGS}
         for way, runs_ in samples.items()
     }
     return {
         "calls": calls,
         "runs": runs,
         "median_ns": median,
-        "ratio": {
-            key: round(median["with"][key] / median["without"][key], 3)
-            for key in ("unrelated_ns", "resident_ns")
-        },
+        "ratio": {key: round(median["with"][key] / median["without"][key], 3) for key in TIMINGS},
         "samples": samples,
     }
 

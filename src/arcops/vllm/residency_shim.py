@@ -3,15 +3,13 @@
 arcops-l0-residency.so (src/arcops/cxx/arcops-l0-residency.c) is an LD_AUDIT library: loaded
 into every process of the container, it lets a device allocation be made resident only on the
 device that owns it, the half of the dual-B60 report's host-RAM fix that Intel's image lacks
-(docs/host-ram.md). It is built on the box with the box's gcc and the flags below, so the same
-source gives the same library wherever the role or the tests build it.
-
-Standard library only: the role builds through this module on the box.
+(docs/host-ram.md). It is built with gcc and the flags below, so the same source gives the same
+library wherever it is built: today the unit tests and `scripts/bench residency`; vllm_service is
+to build it on the box through this module, which is why it keeps to the standard library.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -30,10 +28,6 @@ LOG_VAR = "ARCOPS_L0_RESIDENCY_LOG"
 
 class BuildError(RuntimeError):
     """The filter could not be built; the message says what the compiler said."""
-
-
-def source_sha256() -> str:
-    return hashlib.sha256(SOURCE.read_bytes()).hexdigest()
 
 
 def compile_command(output: Path, compiler: str = "gcc") -> list[str]:
