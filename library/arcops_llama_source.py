@@ -7,7 +7,9 @@ module: arcops_llama_source
 short_description: Level Zero device allocations in a llama.cpp source (detect, or apply arcops' change)
 description:
   - Reads the SYCL backend of the llama.cpp source in O(src). When it already allocates device
-    memory with zeMemAllocDevice (upstream's path), nothing changes (C(path=upstream)).
+    memory with zeMemAllocDevice (upstream's path, C(path=upstream)), upstream's allocator is
+    kept; the device allocations it leaves on sycl::malloc_device are routed through O(helper),
+    with the sycl::free calls outside upstream's allocator, unless O(leftovers=false).
   - Otherwise adds O(helper) as ggml/src/ggml-sycl/arcops-ze-alloc.hpp, routes every
     sycl::malloc_device, sycl::malloc(..., device) and sycl::free call of the backend through it
     and links ggml-sycl against ze_loader (C(path=arcops)). A source already changed reports
@@ -25,6 +27,13 @@ options:
     required: true
   f16:
     description: Build with GGML_SYCL_F16 where the source has it (for C(cmake_args)).
+    type: bool
+    default: true
+  leftovers:
+    description:
+      - On an upstream-path source, route the device allocations upstream left on
+        sycl::malloc_device. false leaves the source as upstream ships it (they are listed in
+        C(unrouted)).
     type: bool
     default: true
 author: arcops
@@ -68,8 +77,12 @@ evidence:
   returned: always
   type: list
   elements: str
+counts:
+  description: Sites by kind (alloc, free, free_host, free_shared, free_unknown); frees by what they release.
+  returned: always
+  type: dict
 unrouted:
-  description: Upstream path only, sycl::malloc_device calls it leaves.
+  description: Upstream path only, sycl::malloc_device calls left after this run.
   returned: always
   type: list
   elements: str
@@ -87,12 +100,14 @@ def main():
             "src": {"type": "path", "required": True},
             "helper": {"type": "path", "required": True},
             "f16": {"type": "bool", "default": True},
+            "leftovers": {"type": "bool", "default": True},
         },
         supports_check_mode=True,
     )
     try:
         helper = Path(module.params["helper"]).read_text()
-        result = apply(module.params["src"], helper, check=module.check_mode)
+        p = module.params
+        result = apply(p["src"], helper, check=module.check_mode, leftovers=p["leftovers"])
     except (SourceMismatch, OSError) as e:
         module.fail_json(msg=f"llama.cpp source: {e}")
     module.exit_json(**result.as_dict(module.params["f16"]))

@@ -43,7 +43,8 @@ RETURN = r"""
 spec:
   description: >-
     name, image, profile, privileged, ipc, shm_size, devices, mounts (source, target, read_only),
-    ports (host_ip, host_port, container_port), env, env_file, argv, caches, spec_hash.
+    ports (host_ip, host_port, container_port), env, env_file, argv, caches, residency_filter
+    (dir, library; null when off), spec_hash.
   returned: success
   type: dict
 docker:
@@ -56,11 +57,23 @@ endpoint:
     (api_key_file).
   returned: success
   type: dict
+residency_probe:
+  description: >-
+    A process to start in the running container (argv, env) and what its stderr must hold
+    (expect) to prove the residency filter loads there; null when the filter is off.
+  returned: success
+  type: dict
 """
 
 from ansible.module_utils.arcops.box.host import mem_total_gib
 from ansible.module_utils.arcops.common.sysroot import SysRoot
-from ansible.module_utils.arcops.vllm.vllm_spec import SpecError, docker_container_args, endpoint, render
+from ansible.module_utils.arcops.vllm.vllm_spec import (
+    SpecError,
+    docker_container_args,
+    endpoint,
+    render,
+    residency_probe,
+)
 from ansible.module_utils.basic import AnsibleModule
 
 
@@ -87,7 +100,13 @@ def main():
         spec = render(settings, mem)
     except SpecError as e:
         module.fail_json(msg=str(e), problems=e.problems)
-    module.exit_json(changed=False, spec=spec, docker=docker_container_args(spec), endpoint=endpoint(spec))
+    module.exit_json(
+        changed=False,
+        spec=spec,
+        docker=docker_container_args(spec),
+        endpoint=endpoint(spec),
+        residency_probe=residency_probe(spec),
+    )
 
 
 if __name__ == "__main__":

@@ -77,3 +77,38 @@ def test_vllm_came_up_without_xe_resets():
     counted = xe_events.count(lines)
     hangs = {k: n for k, n in counted["by_kind"].items() if k in ("engine_reset", "timedout_job")}
     assert not any(hangs.values()), counted
+
+
+GIB = 2**30
+VLLM_SPEC = "/etc/arcops/vllm/spec.json"
+
+
+def test_vllm_host_ram_per_card_with_the_residency_filter():
+    """vLLM serving on two cards with the residency filter and the oneCCL thresholds: the dual-B60
+    report's 11 GiB of host RAM per card (24-26 GiB without them). Run after a request was served."""
+    import json
+    import subprocess
+    from pathlib import Path
+
+    from arcops.box import drm_memory
+    from arcops.vllm import vllm_spec
+
+    spec = json.loads(Path(VLLM_SPEC).read_text())
+    assert spec["residency_filter"] is not None, "vllm_service_residency_filter is off: nothing to check"
+    probe = vllm_spec.residency_probe(spec)
+    env = [f"{k}={v}" for k, v in probe["env"].items()]
+    done = subprocess.run(
+        ["docker", "exec", spec["name"], "env", *env, *probe["argv"]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert probe["expect"] in done.stderr, done.stderr
+    found, skipped = drm_memory.clients(SysRoot("/"))
+    cards = [row for row in drm_memory.per_card(found) if row["driver"] == "xe"]
+    assert len(cards) >= 2 and not skipped, (cards, skipped)
+    for row in cards:
+        print(
+            f"{row['pdev']}: {row['host_bytes'] / GIB:.1f} GiB host, {row['vram_bytes'] / GIB:.1f} GiB VRAM"
+        )
+    assert all(row["host_bytes"] <= 13 * GIB for row in cards), cards

@@ -15,6 +15,8 @@ import pytest
 from arcops.devtools.residencybench import build_stub
 from arcops.vllm import residency_shim
 
+from .test_ansible_module import needs_ansible, run_module
+
 FIXTURES = Path(__file__).parent / "fixtures" / "l0_residency"
 
 
@@ -144,3 +146,61 @@ def test_the_benchmark_refuses_bad_input_in_one_line_before_building(argv, messa
         code = e.code
     err = capsys.readouterr().err
     assert code == 2 and message in err.splitlines()[-1]
+
+
+def test_ensure_builds_once_and_again_only_when_the_library_source_or_flags_change(tmp_path, monkeypatch):
+    out = tmp_path / "l0"
+    source = tmp_path / "arcops-l0-residency.c"
+    source.write_bytes(residency_shim.SOURCE.read_bytes())
+    first = residency_shim.ensure(out, source)
+    assert (first["changed"], first["reason"]) == (True, "not built")
+    library = out / residency_shim.LIBRARY
+    stamp = json.loads((out / residency_shim.STAMP).read_text())
+    assert stamp["library_sha256"] == first["sha256"] == residency_shim._sha256(library)
+    assert stamp["cflags"] == list(residency_shim.CFLAGS)
+    # Unchanged: the compiler is not even looked for.
+    again = residency_shim.ensure(out, source, compiler="/nonexistent/gcc")
+    assert (again["changed"], again["sha256"]) == (False, first["sha256"])
+
+    library.write_bytes(b"not a library")
+    dry = residency_shim.ensure(out, source, check=True)
+    assert (dry["changed"], dry["reason"], library.read_bytes()) == (
+        True,
+        "library does not match its stamp",
+        b"not a library",
+    )
+    assert residency_shim.ensure(out, source)["sha256"] == first["sha256"]
+
+    source.write_text(source.read_text() + "\n/* a change */\n")
+    assert residency_shim.ensure(out, source)["reason"] == "source changed"
+    monkeypatch.setattr(residency_shim, "CFLAGS", (*residency_shim.CFLAGS, "-g0"))
+    assert residency_shim.ensure(out, source)["reason"] == "flags changed"
+    assert sorted(p.name for p in out.iterdir()) == sorted([residency_shim.LIBRARY, residency_shim.STAMP])
+
+
+def test_ensure_refuses_a_missing_source_or_compiler_and_writes_nothing(tmp_path):
+    with pytest.raises(residency_shim.BuildError, match="no such source file"):
+        residency_shim.ensure(tmp_path / "out", tmp_path / "missing.c")
+    with pytest.raises(residency_shim.BuildError, match="/nonexistent/gcc not found"):
+        residency_shim.ensure(tmp_path / "out", compiler="/nonexistent/gcc")
+    assert not (tmp_path / "out" / residency_shim.LIBRARY).exists()
+
+
+@needs_ansible
+def test_module_builds_through_ansiballz_then_reports_ok_and_check_mode_writes_nothing(tmp_path, built):
+    args = f"src={residency_shim.SOURCE} dest={tmp_path}/l0"
+    dry = run_module("arcops_l0_filter", args, check=True)
+    assert (dry["changed"], dry["reason"], (tmp_path / "l0").exists()) == (True, "not built", False)
+    first = run_module("arcops_l0_filter", args)
+    assert first["changed"] and first["library"] == f"{tmp_path}/l0/{residency_shim.LIBRARY}"
+    again = run_module("arcops_l0_filter", args)
+    assert (again["changed"], again["sha256"]) == (False, first["sha256"])
+    # The library the box built is the filter: the stub program sees peer residency dropped.
+    _, _, calls = run(built[1]["current"], tmp_path, Path(first["library"]), "calls")
+    assert calls == [*[["resident", device] for _, device, peer in CASES if not peer], ["free", "device=0"]]
+    bad = run_module("arcops_l0_filter", f"src={tmp_path}/none.c dest={tmp_path}/l0")
+    assert (
+        bad["failed"]
+        and bad["msg"]
+        == f"residency filter: {tmp_path}/none.c: no such source file (the residency filter's C source)"
+    )

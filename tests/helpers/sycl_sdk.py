@@ -29,8 +29,11 @@ class SyclSdk:
     def lib(self) -> Path:
         return self.root / "lib"
 
-    def compile(self, sources: list[Path], out: Path, includes: list[Path] = ()) -> Path:
+    def compile(
+        self, sources: list[Path], out: Path, includes: list[Path] = (), defines: list[str] = ()
+    ) -> Path:
         argv = ["g++", "-std=c++17", "-O1", "-DSYCL_DISABLE_FSYCL_SYCLHPP_WARNING", f"-I{self.include}"]
+        argv += [f"-D{d}" for d in defines]
         argv += [f"-I{i}" for i in includes] + [str(s) for s in sources]
         argv += [f"-L{self.lib}", f"-Wl,-rpath,{self.lib}", "-lsycl", "-lze_loader", "-o", str(out)]
         done = subprocess.run(argv, capture_output=True, text=True)

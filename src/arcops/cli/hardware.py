@@ -1,4 +1,4 @@
-"""arcops facts, gpus, firmware-version, guc-loaded: what the box's hardware says."""
+"""arcops facts, gpus, gpu-memory, firmware-version, guc-loaded: what the box's hardware says."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import io
 import sys
 
-from ..box import facts, firmware, journal
+from ..box import drm_memory, facts, firmware, journal
 from ..box.pcie import PCI_DEVICES
 from ..common.inputs import open_input
 from ..common.report import print_json, print_table
@@ -69,6 +69,34 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_gpu_memory(args: argparse.Namespace) -> int:
+    """Exit 1 when no process holds a DRM client: nothing to measure (not a zero reading)."""
+    found, skipped = drm_memory.clients(read_root(args), args.pid or None)
+    cards = drm_memory.per_card(found)
+    if args.json:
+        print_json({"cards": cards, "unreadable_processes": skipped})
+    elif cards:
+        gib = drm_memory.UNITS["GiB"]
+        rows = [
+            {
+                "card": c["pdev"],
+                "driver": c["driver"],
+                "clients": c["clients"],
+                "processes": len(c["pids"]),
+                "host_gib": f"{c['host_bytes'] / gib:.1f}",
+                "vram_gib": f"{c['vram_bytes'] / gib:.1f}",
+            }
+            for c in cards
+        ]
+        print_table(rows, ["card", "driver", "clients", "processes", "host_gib", "vram_gib"])
+    if skipped:
+        print(f"arcops: {skipped} process(es) not readable: run as root to count them", file=sys.stderr)
+    if not cards:
+        print("arcops: no DRM client found in /proc (is anything using the GPUs?)", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _cmd_firmware_version(args: argparse.Namespace) -> int:
     try:
         found = firmware.blob_version(args.path)
@@ -104,6 +132,15 @@ def add(sub) -> None:
 
     p = with_root(sub.add_parser("gpus", help="Intel GPUs, their drivers, slot links and loaded GuC"))
     p.set_defaults(func=_cmd_gpus)
+
+    p = with_root(
+        sub.add_parser(
+            "gpu-memory",
+            help="host RAM (system + GTT) and VRAM the GPU driver holds, per card, from DRM fdinfo",
+        )
+    )
+    p.add_argument("--pid", type=int, action="append", help="only this process (repeat for more)")
+    p.set_defaults(func=_cmd_gpu_memory)
 
     p = sub.add_parser("firmware-version", help="version in a GuC/HuC blob's header (.bin or .bin.zst)")
     p.add_argument("path")

@@ -19,26 +19,49 @@ from .common import positive_int, seconds
 
 def _cmd_llama_source(args: argparse.Namespace) -> int:
     try:
-        result = llama_source.apply(args.source, llama_source.shipped_helper(), check=args.check).as_dict()
+        leftovers = not args.upstream_untouched
+        helper = llama_source.shipped_helper()
+        result = llama_source.apply(args.source, helper, check=args.check, leftovers=leftovers).as_dict()
     except (llama_source.SourceMismatch, OSError) as e:
         print(f"arcops: {e}", file=sys.stderr)
         return 2
     if args.json:
         print_json(result)
         return 0
+    verb = "would route" if args.check else "routed"
     if result["path"] == "upstream":
-        print(f"upstream Level Zero allocation path ({', '.join(result['evidence'])}); source left as is")
-        for where in result["unrouted"]:
-            print(f"  still sycl::malloc_device: {where}")
+        print(f"upstream Level Zero allocation path ({', '.join(result['evidence'])})")
+        if result["changed"]:
+            print(f"leftovers: {verb} {_counted(result['counts'])} through {llama_source.HELPER}")
+        elif result["routed"]:
+            print(f"leftovers already routed ({len(result['routed'])} call(s))")
+        else:
+            print("source left as is")
     elif result["changed"]:
-        verb = "would route" if args.check else "routed"
-        print(f"arcops change: {verb} {len(result['sites'])} call(s) through {llama_source.HELPER}")
-        for site in result["sites"]:
-            print(f"  {site['file']}:{site['line']}: {site['before']}")
+        print(f"arcops change: {verb} {_counted(result['counts'])} through {llama_source.HELPER}")
     else:
         print("arcops change already applied")
+    for site in result["sites"]:
+        print(f"  {site['file']}:{site['line']}: {_KIND_TEXT[site['kind']]}: {site['before']}")
+    for where in result["unrouted"]:
+        print(f"  still sycl::malloc_device: {where}")
     print("cmake: " + " ".join(result["cmake_args"]))
     return 0
+
+
+# How a site is named in the report: frees by what they release.
+_KIND_TEXT = {
+    "alloc": "device allocation",
+    "free": "device free",
+    "free_host": "host free",
+    "free_shared": "shared free",
+    "free_unknown": "untraced free",
+}
+
+
+def _counted(counts: dict[str, int]) -> str:
+    """'3 device allocation(s), 3 device free(s), 2 host free(s)': the kinds present, in order."""
+    return ", ".join(f"{n} {_KIND_TEXT[kind]}(s)" for kind, n in counts.items() if n)
 
 
 def _cmd_alloc_probe_verdict(args: argparse.Namespace) -> int:
@@ -140,6 +163,12 @@ def add(sub) -> None:
     )
     p.add_argument("source", help="llama.cpp source tree (changed in place unless --check)")
     p.add_argument("--check", action="store_true", help="report what would change; write nothing")
+    p.add_argument(
+        "--upstream-untouched",
+        action="store_true",
+        help="on a source with upstream's Level Zero path, change nothing: list the device allocations "
+        "it leaves on sycl::malloc_device instead of routing them",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_llama_source)
 

@@ -72,6 +72,7 @@ BOX_SETTINGS = (
     "api_key_env_file",
     "container_name",
     "cache_dir",
+    "residency_filter_dir",
     "devices",
 )
 

@@ -1,12 +1,19 @@
 """llama.cpp source: does its SYCL backend allocate device memory through Level Zero, and if not,
 route every device allocation and free through arcops-ze-alloc.hpp.
 
-Three outcomes, reported as ``path``:
+Two paths, reported as ``path``:
   upstream  the source already has a Level Zero allocation path (zeMemAllocDevice in
-            ggml/src/ggml-sycl); nothing is changed, its CMake option is switched on.
+            ggml/src/ggml-sycl); its CMake option is switched on and upstream's allocator is
+            kept. The device allocations upstream left on sycl::malloc_device (the leftovers:
+            the flash-attention K/V conversion buffer on 2026 trees) are routed through the
+            helper, with every sycl::free outside upstream's allocator, unless leftovers=False
+            (then nothing changes and they are listed as ``unrouted``).
   arcops    the project's change is (or was already) applied: the helper header is added, every
             ``sycl::malloc_device`` and ``sycl::free`` call in the backend goes through
             arcops_ze_malloc_device / arcops_ze_free_device, and ggml-sycl links ze_loader.
+Frees are all routed: arcops_ze_free_device is sycl::free for any pointer it did not allocate,
+so a free of host or shared memory behaves as before. Each free is still reported by what it
+releases (arcops.llama.cxx_scopes): device, host, shared or unknown.
 A source the change does not fit (no SYCL backend, no ggml-sycl target, an allocation form it
 cannot rewrite) raises SourceMismatch naming what differs; nothing is written then.
 """
@@ -16,6 +23,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from . import cxx_scopes
 
 SYCL_DIR = "ggml/src/ggml-sycl"
 HELPER = "arcops-ze-alloc.hpp"
@@ -39,6 +48,10 @@ SOURCE_SUFFIXES = (".cpp", ".hpp", ".h")
 SKIPPED_DIRS = ("dpct",)
 CALL_RE = re.compile(r"\bsycl::(malloc_device|aligned_alloc_device|malloc|free)\b")
 DEVICE_KIND = "sycl::usm::alloc::device"
+# Where upstream's own allocator calls Level Zero: the functions holding these are its path.
+UPSTREAM_CALL_RE = r"\bze(MemAllocDevice|MemFree)\s*\("
+# A site's kind: an allocation, or a free by what it releases.
+FREE_KINDS = {"device": "free", "host": "free_host", "shared": "free_shared", "unknown": "free_unknown"}
 
 
 class SourceMismatch(Exception):
@@ -49,7 +62,7 @@ class SourceMismatch(Exception):
 class Site:
     file: str
     line: int
-    kind: str  # alloc | free
+    kind: str  # alloc | free (device memory) | free_host | free_shared | free_unknown
     before: str
     after: str
 
@@ -65,7 +78,8 @@ class Result:
     evidence: list[str] = field(default_factory=list)  # file:line of Level Zero allocation calls
     sites: list[Site] = field(default_factory=list)
     files: list[str] = field(default_factory=list)  # files written (or that would be)
-    # upstream path only: device allocations its Level Zero path does not cover (for the report)
+    # upstream path only: device allocations upstream's Level Zero path does not cover and this
+    # run leaves on sycl::malloc_device (all of them with leftovers=False)
     unrouted: list[str] = field(default_factory=list)
     # arcops path: where the tree calls the helper (after this run), file:line
     routed: list[str] = field(default_factory=list)
@@ -81,7 +95,13 @@ class Result:
             "files": self.files,
             "unrouted": self.unrouted,
             "routed": self.routed,
+            "counts": self.counts(),
         }
+
+    def counts(self) -> dict[str, int]:
+        """Sites of each kind: allocations, and frees by what they release."""
+        kinds = ["alloc", *FREE_KINDS.values()]
+        return {k: sum(1 for s in self.sites if s.kind == k) for k in kinds}
 
 
 def cmake_args(options: list[str], f16: bool = True) -> list[str]:
@@ -184,14 +204,31 @@ def _split_args(text: str) -> list[str]:
     return args
 
 
-def _rewrite(rel: str, text: str, strict: bool = True) -> tuple[str, list[Site]]:
+def _upstream_functions(code: str, blocks: list[cxx_scopes.Block]) -> list[tuple[int, int]]:
+    """Spans of the functions that call Level Zero themselves: upstream's allocator and free."""
+    spans = []
+    for m in re.finditer(UPSTREAM_CALL_RE, code):
+        function = cxx_scopes.enclosing(blocks, m.start(), "function")
+        if function is not None and (function.start, function.end) not in spans:
+            spans.append((function.start, function.end))
+    return spans
+
+
+def _rewrite(rel: str, text: str, strict: bool = True, keep_upstream: bool = False) -> tuple[str, list[Site]]:
     """Route each sycl::malloc_device, sycl::malloc(.., device) and sycl::free call through the helper.
 
     Calls are looked for in code only (not comments or strings). strict=False skips forms the
-    change cannot rewrite instead of raising (used to list what an upstream path leaves out)."""
+    change cannot rewrite instead of raising (used to list what an upstream path leaves out).
+    keep_upstream: calls inside functions that call Level Zero themselves (upstream's allocator
+    and its fallbacks) are left alone and not reported."""
     code = _mask(text)
+    blocks = cxx_scopes.blocks(code)
+    allocs = cxx_scopes.allocations(code)
+    upstream = _upstream_functions(code, blocks) if keep_upstream else []
     out, sites, pos = [], [], 0
     for m in CALL_RE.finditer(code):
+        if any(a < m.start() < b for a, b in upstream):
+            continue
         if m.start() < pos:  # inside a call already rewritten (nested calls are not expected)
             raise SourceMismatch(f"{rel}: nested allocation calls at offset {m.start()}")
         name, i = m.group(1), m.end()
@@ -223,7 +260,8 @@ def _rewrite(rel: str, text: str, strict: bool = True) -> tuple[str, list[Site]]
                 "sycl::malloc_device<T>(count, queue) or sycl::free(ptr, queue))"
             )
         if name == "free":
-            after, kind = f"arcops_ze_free_device({args[0]}, {args[1]})", "free"
+            after = f"arcops_ze_free_device({args[0]}, {args[1]})"
+            kind = FREE_KINDS[cxx_scopes.free_kind(code, blocks, allocs, m.start(), args[0])]
         elif type_arg is None:
             after, kind = f"arcops_ze_malloc_device({args[0]}, {args[1]})", "alloc"
         else:
@@ -256,10 +294,21 @@ def routed(root: Path | str) -> list[str]:
     return _calls(root, _read_sources(root), r"\barcops_ze_(malloc|free)_device\s*\(")
 
 
-def inspect(root: Path | str) -> tuple[Result, dict[Path, str]]:
+def _leftovers(root: Path, texts: dict[Path, str]) -> list[Site]:
+    """Device allocations outside upstream's allocator: what its Level Zero path does not cover."""
+    return [
+        s
+        for src, text in texts.items()
+        for s in _rewrite(str(src.relative_to(root)), text, strict=False, keep_upstream=True)[1]
+        if s.kind == "alloc"
+    ]
+
+
+def inspect(root: Path | str, leftovers: bool = True) -> tuple[Result, dict[Path, str]]:
     """What the source needs: the result and the new text of each file to write (empty if none).
 
-    When the change is needed, apply() also writes the helper header, after these files."""
+    leftovers: on an upstream-path source, route the device allocations upstream left.
+    When a change is needed, apply() also writes the helper header, after these files."""
     root = Path(root)
     sycl = root / SYCL_DIR
     if not sycl.is_dir():
@@ -267,34 +316,35 @@ def inspect(root: Path | str) -> tuple[Result, dict[Path, str]]:
     options = _options(root)
     if "GGML_SYCL" not in options:
         raise SourceMismatch(f"{root}: no GGML_SYCL option in ggml/CMakeLists.txt")
-    helper = sycl / HELPER
-    if helper.is_file() and HELPER_MARK in helper.read_text(errors="replace"):
-        return Result("arcops", False, options, routed=routed(root)), {}
-
     texts = _read_sources(root)
     evidence = _calls(root, texts, r"\bzeMemAllocDevice\s*\(")
-    if evidence:
-        unrouted = [
-            f"{s.file}:{s.line}: {s.before}"
-            for src, text in texts.items()
-            for s in _rewrite(str(src.relative_to(root)), text, strict=False)[1]
-            if s.kind == "alloc"
-        ]
-        return Result("upstream", False, options, evidence=evidence, unrouted=unrouted), {}
+    helper = sycl / HELPER
+    if helper.is_file() and HELPER_MARK in helper.read_text(errors="replace"):
+        left = [f"{s.file}:{s.line}: {s.before}" for s in _leftovers(root, texts)] if evidence else []
+        path = "upstream" if evidence else "arcops"
+        return Result(path, False, options, evidence=evidence, routed=routed(root), unrouted=left), {}
 
-    writes, sites, earlier_allocs = {}, [], 0
-    for src, text in texts.items():
-        new, found = _rewrite(str(src.relative_to(root)), text)
-        if found:
-            writes[src] = new
-            sites += found
-        # Calls rewritten by an earlier, interrupted run still count as allocation sites.
-        earlier_allocs += text.count("arcops_ze_malloc_device(")
-    if not earlier_allocs and not any(s.kind == "alloc" for s in sites):
-        raise SourceMismatch(
-            f"{root}: no sycl::malloc_device call in {SYCL_DIR}, and no Level Zero allocation either: "
-            "the change does not know where this source allocates device memory"
-        )
+    # Calls rewritten by an earlier, interrupted run: the change must still be completed.
+    earlier = any("arcops_ze_malloc_device(" in text for text in texts.values())
+    if evidence:
+        left = _leftovers(root, texts)
+        unrouted = [f"{s.file}:{s.line}: {s.before}" for s in left]
+        if not leftovers or not (left or earlier):
+            return Result("upstream", False, options, evidence=evidence, unrouted=unrouted), {}
+        # Forms the change cannot rewrite stay listed; upstream's build does not depend on them.
+        writes, sites = _rewrite_all(root, texts, strict=False, keep_upstream=True)
+        unrouted = [f"{s.file}:{s.line}: {s.before}" for s in sites if not s.after]
+        sites = [s for s in sites if s.after]
+        if not any(s.kind == "alloc" for s in sites) and not earlier:
+            return Result("upstream", False, options, evidence=evidence, unrouted=unrouted), {}
+    else:
+        writes, sites = _rewrite_all(root, texts)
+        if not earlier and not any(s.kind == "alloc" for s in sites):
+            raise SourceMismatch(
+                f"{root}: no sycl::malloc_device call in {SYCL_DIR}, and no Level Zero allocation either: "
+                "the change does not know where this source allocates device memory"
+            )
+        unrouted = []
     cmake = sycl / "CMakeLists.txt"
     cmake_text = cmake.read_text(errors="replace") if cmake.is_file() else ""
     if not TARGET_RE.search(cmake_text):
@@ -306,7 +356,21 @@ def inspect(root: Path | str) -> tuple[Result, dict[Path, str]]:
     if CMAKE_MARK not in cmake_text:
         writes[cmake] = cmake_text.rstrip("\n") + "\n" + CMAKE_BLOCK
     files = [str(p.relative_to(root)) for p in [*writes, helper]]
-    return Result("arcops", True, options, sites=sites, files=files), writes
+    path = "upstream" if evidence else "arcops"
+    return Result(path, True, options, evidence=evidence, sites=sites, files=files, unrouted=unrouted), writes
+
+
+def _rewrite_all(
+    root: Path, texts: dict[Path, str], strict: bool = True, keep_upstream: bool = False
+) -> tuple[dict[Path, str], list[Site]]:
+    """The new text of each file with a call to route, and every site (in file order)."""
+    writes, sites = {}, []
+    for src, text in texts.items():
+        new, found = _rewrite(str(src.relative_to(root)), text, strict, keep_upstream)
+        if any(s.after for s in found):
+            writes[src] = new
+        sites += found
+    return writes, sites
 
 
 def shipped_helper() -> str:
@@ -314,17 +378,18 @@ def shipped_helper() -> str:
     return (Path(__file__).parents[1] / "cxx" / HELPER).read_text()
 
 
-def apply(root: Path | str, helper_text: str, check: bool = False) -> Result:
-    """Detect, and unless the source has a Level Zero path already, apply the change (not in check mode)."""
+def apply(root: Path | str, helper_text: str, check: bool = False, leftovers: bool = True) -> Result:
+    """Detect, and apply what the source needs: arcops' change where there is no Level Zero path,
+    the leftovers' routing on upstream's (unless leftovers=False). Nothing is written in check mode."""
     if HELPER_MARK not in helper_text:
         raise SourceMismatch(f"the helper given is not {HELPER} (no {HELPER_MARK})")
-    result, writes = inspect(root)
+    result, writes = inspect(root, leftovers)
     if check:
         return result
     for path, text in writes.items():
         path.write_text(text)
     if result.changed:  # last: the helper's presence marks the source as changed
         (Path(root) / SYCL_DIR / HELPER).write_text(helper_text)
-    if result.path == "arcops":
+    if result.changed or result.path == "arcops":
         result.routed = routed(root)
     return result

@@ -21,6 +21,7 @@ import threading
 import time
 from pathlib import Path
 
+from ..box import drm_memory
 from ..box.host import GIB, meminfo
 from ..common import served
 from ..common.sysroot import SysRoot
@@ -46,38 +47,16 @@ def free_port() -> int:
 
 
 def process_memory(pid: int, proc: Path = Path("/proc")) -> tuple[int, int]:
-    """(VmRSS, sum of drm-total-gtt over the DRM fds) of PID in bytes; 0 for what is not there."""
-    rss = gtt = 0
+    """(VmRSS, drm-total-gtt of its DRM clients) of PID in bytes; 0 for what is not there."""
+    rss = 0
     try:
         for line in (proc / str(pid) / "status").read_text().splitlines():
             if line.startswith("VmRSS:"):
                 rss = int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
-    try:
-        fds = list((proc / str(pid) / "fdinfo").iterdir())
-    except OSError:
-        fds = []
-    for fd in fds:
-        try:
-            text = fd.read_text()
-        except OSError:
-            continue
-        for line in text.splitlines():
-            if line.startswith("drm-total-gtt:"):
-                gtt += _size(line.split(":", 1)[1])
-    return rss, gtt
-
-
-def _size(text: str) -> int:
-    """fdinfo's '123 KiB' / '4 MiB' / '512' (bytes)."""
-    parts = text.split()
-    try:
-        value = int(parts[0])
-    except (ValueError, IndexError):
-        return 0
-    unit = parts[1] if len(parts) > 1 else ""
-    return value * {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30}.get(unit, 1)
+    found, _ = drm_memory.clients(SysRoot(proc.parent), [pid])
+    return rss, sum(c.memory.get("total-gtt", 0) for c in found)
 
 
 class LoadWatch:

@@ -20,6 +20,7 @@ import posixpath
 import re
 
 from ..common.net import local_host, url_host
+from . import residency_shim
 
 PROFILES = ("graph_mtp", "compiled", "eager")
 # Installed RAM (GiB) per profile and the share of it MemTotal shows: the preflight role's figures.
@@ -54,6 +55,8 @@ SPLITTING_OPS = [
 ALL_REDUCE = "vllm::all_reduce"
 CAPTURE_MULTIPLES = (1, 2, 4, 8)  # capture sizes are (k+1) x these for MTP with k tokens
 CUDAGRAPH_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
+# Where the residency filter's folder (residency_filter_dir on the host) appears in the container.
+FILTER_TARGET = "/opt/arcops/l0-residency"
 CCL_THRESHOLDS = (
     "CCL_SYCL_ALLREDUCE_SIMPLE_THRESHOLD",
     "CCL_SYCL_ALLGATHERV_SIMPLE_THRESHOLD",
@@ -98,6 +101,9 @@ DEFAULTS: dict[str, object] = {
     "multiproc_method": "spawn",
     "p2p": True,
     "ccl_simple_threshold": 1073741824,
+    # The Level Zero residency filter (docs/host-ram.md): on wherever two or more GPUs serve.
+    "residency_filter": True,
+    "residency_filter_dir": "/opt/arcops/l0-residency",
     "enable_auto_tool_choice": True,
     "tool_call_parser": "qwen3_coder",
     "reasoning_parser": "qwen3",
@@ -146,6 +152,8 @@ TYPES = {
     "multiproc_method": "str",
     "p2p": "bool",
     "ccl_simple_threshold": "int?",
+    "residency_filter": "bool",
+    "residency_filter_dir": "str",
     "enable_auto_tool_choice": "bool",
     "tool_call_parser": "str?",
     "reasoning_parser": "str?",
@@ -172,6 +180,8 @@ MANAGED_ENV = {
     "VLLM_XPU_ENABLE_XPU_GRAPH": "profile",
     "CCL_TOPO_P2P_ACCESS": "p2p",
     **dict.fromkeys(CCL_THRESHOLDS, "ccl_simple_threshold"),
+    residency_shim.AUDIT_VAR: "residency_filter",
+    residency_shim.PASS_ALL_VAR: "residency_filter",
     "VLLM_API_KEY": _KEY_HINT,
 }
 # vLLM flags the spec renders from settings; extra_args may not repeat them.
@@ -325,7 +335,7 @@ def _check_image(image: str, problems: list[str]) -> None:
 
 
 def _check_paths(s: dict, problems: list[str]) -> None:
-    for key in ("model_dir", "cache_dir", "api_key_env_file"):
+    for key in ("model_dir", "cache_dir", "api_key_env_file", "residency_filter_dir"):
         if s[key] is not None and not _is_abs(s[key]):
             problems.append(f"{key} '{s[key]}' is not an absolute path: give the full host path")
     model = s["model"]
@@ -560,6 +570,11 @@ def _argv(s: dict, sizes: list[int] | None) -> list[str]:
     return argv + list(s["extra_args"])
 
 
+def filter_active(s: dict) -> bool:
+    """The filter runs with two or more GPUs: with one there is no peer to make memory resident on."""
+    return bool(s["residency_filter"]) and s["tensor_parallel_size"] >= 2
+
+
 def _env(s: dict) -> dict[str, str]:
     env = {
         "VLLM_WORKER_MULTIPROC_METHOD": s["multiproc_method"],
@@ -571,6 +586,8 @@ def _env(s: dict) -> dict[str, str]:
         env["VLLM_XPU_ENABLE_XPU_GRAPH"] = "1"
     if s["ccl_simple_threshold"] is not None:
         env.update(dict.fromkeys(CCL_THRESHOLDS, str(s["ccl_simple_threshold"])))
+    if filter_active(s):
+        env[residency_shim.AUDIT_VAR] = posixpath.join(FILTER_TARGET, residency_shim.LIBRARY)
     env.update(s["extra_env"])
     return dict(sorted(env.items()))
 
@@ -617,6 +634,14 @@ def render(settings: dict, host_mem_total_gib: float | None) -> dict:
         {"source": compile_cache, "target": "/root/.cache/vllm", "read_only": False},
         {"source": triton_cache, "target": "/root/.triton", "read_only": False},
     ]
+    # The folder, not the file: a rebuilt library (a new inode) is what the next start sees.
+    residency = None
+    if filter_active(s):
+        residency = {
+            "dir": s["residency_filter_dir"],
+            "library": posixpath.join(s["residency_filter_dir"], residency_shim.LIBRARY),
+        }
+        mounts.append({"source": s["residency_filter_dir"], "target": FILTER_TARGET, "read_only": True})
     spec = {
         "name": s["container_name"],
         "image": s["image"],
@@ -632,6 +657,8 @@ def render(settings: dict, host_mem_total_gib: float | None) -> dict:
         "env_file": s["api_key_env_file"] if s["api_key"] else None,
         "argv": _argv(s, sizes),
         "caches": [compile_cache, triton_cache],
+        # The Level Zero residency filter the role builds on the host (None: off, or one GPU).
+        "residency_filter": residency,
     }
     spec["spec_hash"] = hashlib.sha256(
         json.dumps(spec, sort_keys=True, separators=(",", ":")).encode()
@@ -660,4 +687,17 @@ def endpoint(spec: dict) -> dict:
         "url": f"http://{host}:{port['host_port']}",
         "model": model,
         "api_key_file": spec["env_file"] or "",
+    }
+
+
+def residency_probe(spec: dict) -> dict | None:
+    """A process to start in the spec's running container that proves the residency filter loads
+    there (its marker on stderr), or None when the spec has no filter. Every image arcops runs has
+    python3; the filter comes from the container's own LD_AUDIT."""
+    if spec["residency_filter"] is None:
+        return None
+    return {
+        "argv": ["python3", "-c", "pass"],
+        "env": {residency_shim.LOG_VAR: "1"},
+        "expect": residency_shim.MARKER,
     }
