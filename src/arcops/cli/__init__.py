@@ -1,5 +1,6 @@
 """The ``arcops`` command: thin argument handling over the helper modules, one file per command
-group (hardware, kernel, llama, vllm, prove); each group's ``add`` registers its subcommands."""
+group (hardware, kernel, llama, vllm, prove, fleet, operate); each group's ``add`` registers its
+subcommands."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ import argparse
 import sys
 
 from .. import __version__
-from . import fleet, hardware, kernel, llama, prove, vllm
+from . import fleet, hardware, kernel, llama, operate, prove, vllm
 from .common import Parser, one_line
 
-GROUPS = (hardware, kernel, llama, vllm, prove, fleet)
+GROUPS = (hardware, kernel, llama, vllm, prove, fleet, operate)
 
 
 def build_parser() -> argparse.ArgumentParser:

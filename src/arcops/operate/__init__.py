@@ -1,0 +1,1 @@
+"""Operating a box after deployment: its state as metrics."""

@@ -1,0 +1,205 @@
+"""A box's state as Prometheus metrics, for node_exporter's textfile collector.
+
+Read from what the box already records, the same files `arcops status` and `arcops fleet status`
+read: the stages' published records (the stack each one installed, the last verify: gate and
+bench), the watchdog's last start report, the GPUs the box sees (GuC loaded per card), and this
+boot's kernel journal (xe events per card). Nothing here asks a service or a GPU.
+
+GPU sensors (power, energy, temperatures, fans) are node_exporter's own hwmon collector's job:
+the xe driver exposes them under hwmon, so they are not repeated here.
+
+Text exposition format 0.0.4: every family has HELP and TYPE; label values are escaped. Stdlib
+only: it runs on the box.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ..box import xe_events
+
+PREFIX = "arcops_"
+
+
+@dataclass
+class Family:
+    name: str
+    kind: str  # gauge | counter
+    help: str
+    samples: list[tuple[dict[str, str], float]] = field(default_factory=list)
+
+    def add(self, value: float | None, **labels: Any) -> None:
+        """A sample; None (not known) adds nothing, so absent never reads as zero."""
+        if value is not None:
+            self.samples.append(({k: str(v) for k, v in labels.items()}, float(value)))
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _timestamp(text: Any) -> float | None:
+    """Seconds since the epoch of an ISO time the records write ('2026-12-03T14:00:00Z')."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _stack(records: dict, facts: dict) -> Family:
+    intel = _dict(records.get("intel_stack"))
+    llama = _dict(records.get("llama_cpp_sycl"))
+    vllm = _dict(records.get("vllm_service"))
+    verify = _dict(records.get("verify"))
+    family = Family(
+        f"{PREFIX}stack_info",
+        "gauge",
+        "What the box runs (value 1): verified release, kernel, Intel bundle, llama.cpp build, vLLM image.",
+    )
+    family.add(
+        1,
+        release=verify.get("release") or "",
+        kernel=_dict(facts.get("host")).get("kernel") or "",
+        intel_bundle=_dict(intel.get("target")).get("bundle") or "",
+        guc_pinned=_dict(intel.get("target")).get("guc") or "",
+        llama_cpp=llama.get("build_id") or "",
+        vllm_image=vllm.get("image") or "",
+        vllm_spec=(vllm.get("spec_hash") or "")[:12],
+    )
+    return family
+
+
+def _gpus(facts: dict, lines: list[str] | None) -> list[Family]:
+    guc = Family(f"{PREFIX}gpu_guc_info", "gauge", "GuC firmware the xe driver loaded, per card (value 1).")
+    events = Family(
+        f"{PREFIX}xe_events_total",
+        "counter",
+        "xe driver events in this boot's kernel journal, per card and kind (engine resets, timed-out jobs).",
+    )
+    readable = Family(
+        f"{PREFIX}xe_journal_readable",
+        "gauge",
+        "1 when this boot's kernel journal was read for xe events; 0 when it could not be (no xe figures).",
+    )
+    cards = [g for g in facts.get("gpus") or [] if isinstance(g, dict) and g.get("driver") == "xe"]
+    for gpu in cards:
+        guc.add(1, card=gpu.get("address") or "", version=gpu.get("guc_loaded") or "unknown")
+    readable.add(0 if lines is None else 1)
+    if lines is not None:
+        by_device = xe_events.count(lines)["by_device"]
+        addresses = [str(g.get("address") or "") for g in cards] + sorted(
+            set(by_device) - {g.get("address") for g in cards}
+        )
+        for address in addresses:
+            found = by_device.get(address, {})
+            for kind in xe_events.KINDS:
+                events.add(found.get(kind, 0), card=address, kind=kind)
+    return [guc, events, readable]
+
+
+def _start(report: dict | None) -> list[Family]:
+    ready = Family(f"{PREFIX}vllm_start_ready", "gauge", "1 when the last vLLM start came up ready, else 0.")
+    attempts = Family(
+        f"{PREFIX}vllm_start_attempts", "gauge", "Starts the watchdog made for the last (re)start."
+    )
+    kv = Family(
+        f"{PREFIX}vllm_kv_cache_tokens", "gauge", "KV cache tokens vLLM sized at its last ready start."
+    )
+    when = Family(f"{PREFIX}vllm_start_timestamp_seconds", "gauge", "When the last vLLM (re)start began.")
+    families = [ready, attempts, kv, when]
+    if report is None:
+        return families
+    ready.add(1 if report.get("result") == "ready" else 0, result=report.get("result") or "none")
+    tried = [a for a in report.get("attempts") or [] if isinstance(a, dict)]
+    attempts.add(len(tried))
+    ready_kv = [_number(a.get("kv_cache_tokens")) for a in tried if a.get("outcome") == "ready"]
+    kv.add(next((k for k in reversed(ready_kv) if k is not None), None))
+    when.add(_timestamp(report.get("started_at")))
+    return families
+
+
+def _verify(verify: dict) -> list[Family]:
+    passed = Family(f"{PREFIX}verify_passed", "gauge", "1 when the box's last verify stage passed, else 0.")
+    right = Family(
+        f"{PREFIX}gate_right", "gauge", "Prompts answered right in both runs at the last gate, per service."
+    )
+    asked = Family(f"{PREFIX}gate_prompts", "gauge", "Prompts asked at the last gate, per service.")
+    decode = Family(
+        f"{PREFIX}bench_decode_tokens_per_second",
+        "gauge",
+        "Decode output tokens per second at the last bench, per service and concurrent streams.",
+    )
+    families = [passed, right, asked, decode]
+    if not verify:
+        return families
+    passed.add(1 if verify.get("passed") is True else 0)
+    for name, target in sorted(_dict(verify.get("targets")).items()):
+        target = _dict(target)
+        right.add(_number(target.get("right")), service=name)
+        asked.add(_number(target.get("prompts")), service=name)
+        for streams, value in sorted(_dict(_dict(target.get("bench")).get("decode")).items()):
+            decode.add(_number(value), service=name, streams=streams)
+    return families
+
+
+def collect(
+    records: dict, facts: dict, start_report: dict | None, kernel_lines: list[str] | None, now: float
+) -> list[Family]:
+    """Every family, from the records (as arcops.stages.status.read_records), the facts
+    (arcops.box.facts.collect), the last start report, this boot's kernel lines (None: unreadable)."""
+    records = {k: v for k, v in records.items() if isinstance(v, dict)}
+    families = [_stack(records, facts), *_gpus(facts, kernel_lines), *_start(start_report)]
+    families += _verify(_dict(records.get("verify")))
+    stamp = Family(f"{PREFIX}metrics_timestamp_seconds", "gauge", "When these metrics were written.")
+    stamp.add(now)
+    return [*families, stamp]
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _value(v: float) -> str:
+    return str(int(v)) if v.is_integer() and abs(v) < 2**53 else repr(v)
+
+
+def render(families: list[Family]) -> str:
+    """The text exposition format: HELP, TYPE, then each sample."""
+    out = []
+    for f in families:
+        out.append(f"# HELP {f.name} {_escape(f.help)}")
+        out.append(f"# TYPE {f.name} {f.kind}")
+        for labels, value in f.samples:
+            text = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
+            out.append(f"{f.name}{{{text}}} {_value(value)}" if text else f"{f.name} {_value(value)}")
+    return "\n".join(out) + "\n"
+
+
+def last_start_report(root, report_dir: Any) -> dict | None:
+    """The watchdog's latest.json under report_dir (as root sees it), or None when there is none
+    or it cannot be read as a report (a metric then says nothing, never a wrong figure)."""
+    import json
+
+    from ..common.inputs import InputError, read_text
+
+    if not isinstance(report_dir, str) or not report_dir.startswith("/"):
+        return None
+    path = root.path(f"{report_dir.rstrip('/')}/latest.json")
+    if not path.exists():
+        return None
+    try:
+        report = json.loads(read_text(path, "start report", limit=16 * 2**20))
+    except (InputError, ValueError):
+        return None
+    return report if isinstance(report, dict) else None

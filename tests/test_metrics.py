@@ -1,0 +1,240 @@
+"""arcops metrics: a box's records, GPUs and kernel journal as Prometheus text. The box is a fixture
+tree (tests/fixtures/hosts/dual-b60, records as the stages publish them, the real xe hang lines);
+the output passes Debian's real promtool and is served by Debian's real node_exporter."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from arcops import cli
+from arcops.operate import metrics
+from arcops.stages import records
+
+from .helpers.debian_mirror import MirrorUnreachable, extract_deb, fetch_deb, unreachable
+
+FIXTURES = Path(__file__).parent / "fixtures"
+HANG = FIXTURES / "journal" / "xe-dual-b60-hang.log"
+STARTS = "/var/lib/arcops/vllm/starts"
+
+
+def box(tmp_path: Path) -> Path:
+    """dual-b60 with a deployed, verified vLLM: the records and the start report where they live."""
+    root = tmp_path / "box"
+    shutil.copytree(FIXTURES / "hosts" / "dual-b60", root, symlinks=True)
+    facts = root / records.FACT_DIR.lstrip("/")
+    facts.mkdir(parents=True, exist_ok=True)
+    published = {
+        "intel_stack": {
+            "installed": True,
+            "target": {"bundle": "multi-arc-bmg-offline-installer-26.0", "guc": "70.60.0"},
+        },
+        "llama_cpp_sycl": {"build_id": "69c28f1547c1-1a2b3c4d"},
+        "vllm_service": {
+            "image": "intel/llm-scaler-vllm:0.26.0-b2",
+            "spec_hash": "ab" * 32,
+            "report_dir": STARTS,
+        },
+        "verify": {
+            "format": 1,
+            "passed": True,
+            "release": "2026.12.1",
+            "targets": {
+                "vllm_service": {
+                    "right": 10,
+                    "prompts": 10,
+                    "passed": True,
+                    "bench": {"decode": {"1": 73.7, "4": 230.0}},
+                }
+            },
+        },
+    }
+    for stage, record in published.items():
+        (facts / records.STAGES[stage]).write_text(records.render(record))
+    starts = root / STARTS.lstrip("/")
+    starts.mkdir(parents=True)
+    report = {
+        "result": "ready",
+        "started_at": "2026-12-03T10:00:00Z",
+        "attempts": [
+            {"n": 1, "outcome": "xe_event", "kv_cache_tokens": None},
+            {"n": 2, "outcome": "ready", "kv_cache_tokens": 553472},
+            {"n": 3, "outcome": "ready", "kv_cache_tokens": 680000},
+        ],
+    }
+    (starts / "latest.json").write_text(json.dumps(report))
+    return root
+
+
+def samples(text: str) -> dict[str, float]:
+    return {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if not line.startswith("#")
+    }
+
+
+def test_the_box_state_as_metrics(tmp_path, capsys):
+    root = box(tmp_path)
+    assert cli.main(["metrics", "--root", str(root), "--journal-file", str(HANG)]) == 0
+    text = capsys.readouterr().out
+    got = samples(text)
+    stack = [k for k in got if k.startswith("arcops_stack_info{")]
+    assert stack == [
+        'arcops_stack_info{release="2026.12.1",kernel="6.17.0-1009-intel",intel_bundle="multi-arc-bmg-offline-installer-26.0",'
+        'guc_pinned="70.60.0",llama_cpp="69c28f1547c1-1a2b3c4d",vllm_image="intel/llm-scaler-vllm:0.26.0-b2",'
+        'vllm_spec="abababababab"}'
+    ]
+    assert got['arcops_gpu_guc_info{card="0000:29:00.0",version="70.60.0"}'] == 1
+    # The real hang: one engine reset per card, then a GT reset of the second card.
+    assert got['arcops_xe_events_total{card="0000:29:00.0",kind="engine_reset"}'] == 1
+    assert got['arcops_xe_events_total{card="0000:2d:00.0",kind="engine_reset"}'] == 1
+    assert got['arcops_xe_events_total{card="0000:2d:00.0",kind="gt_reset"}'] == 1
+    assert got['arcops_xe_events_total{card="0000:29:00.0",kind="gt_reset"}'] == 0  # zero, not absent
+    assert got["arcops_xe_journal_readable"] == 1
+    assert got['arcops_vllm_start_ready{result="ready"}'] == 1
+    assert got["arcops_vllm_start_attempts"] == 3
+    assert got["arcops_vllm_kv_cache_tokens"] == 680000  # the last ready attempt's
+    assert got["arcops_vllm_start_timestamp_seconds"] == 1796292000
+    assert got["arcops_verify_passed"] == 1
+    assert got['arcops_gate_right{service="vllm_service"}'] == 10
+    assert got['arcops_bench_decode_tokens_per_second{service="vllm_service",streams="4"}'] == 230
+    for family in {k.split("{")[0] for k in got}:
+        assert f"# HELP {family} " in text and f"# TYPE {family} " in text
+
+
+def test_nothing_known_is_absent_not_zero(tmp_path, capsys):
+    root = tmp_path / "empty"
+    shutil.copytree(FIXTURES / "hosts" / "dual-b60", root, symlinks=True)
+    assert cli.main(["metrics", "--root", str(root)]) == 0
+    got = samples(capsys.readouterr().out)
+    assert got["arcops_xe_journal_readable"] == 0  # a fixture tree has no journal: said, not zero events
+    assert not any(
+        k.startswith(("arcops_xe_events_total", "arcops_vllm_", "arcops_gate_", "arcops_verify_"))
+        for k in got
+    )
+
+
+def test_label_values_are_escaped():
+    family = metrics.Family("arcops_x", "gauge", 'a "help" \\ text')
+    family.add(1, v='a"b\\c\nd')
+    assert metrics.render([family]).splitlines() == [
+        '# HELP arcops_x a \\"help\\" \\\\ text',
+        "# TYPE arcops_x gauge",
+        'arcops_x{v="a\\"b\\\\c\\nd"} 1',
+    ]
+
+
+def test_output_is_written_atomically_and_a_bad_output_refused_first(tmp_path, capsys):
+    root = box(tmp_path)
+    out = tmp_path / "textfile" / "arcops.prom"
+    assert cli.main(["metrics", "--root", str(root), "--output", str(out)]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    out.parent.mkdir()
+    assert cli.main(["metrics", "--root", str(root), "--output", str(out)]) == 0
+    assert "arcops_stack_info{" in out.read_text() and sorted(p.name for p in out.parent.iterdir()) == [
+        "arcops.prom"
+    ]
+
+
+@pytest.fixture(scope="module")
+def prometheus_tools(tmp_path_factory):
+    """Debian's promtool and node_exporter, unpacked from their packages (nothing installed)."""
+    dest = tmp_path_factory.mktemp("prometheus")
+    try:
+        for package in ("prometheus", "prometheus-node-exporter"):
+            extract_deb(fetch_deb("bookworm", "main", package, "amd64"), dest)
+    except MirrorUnreachable as e:
+        unreachable(e)
+    return dest / "usr" / "bin"
+
+
+def test_promtool_accepts_the_metrics_and_node_exporter_serves_them(tmp_path, prometheus_tools):
+    root = box(tmp_path)
+    textfiles = tmp_path / "textfile"
+    textfiles.mkdir()
+    assert (
+        cli.main(
+            [
+                "metrics",
+                "--root",
+                str(root),
+                "--journal-file",
+                str(HANG),
+                "--output",
+                str(textfiles / "arcops.prom"),
+            ]
+        )
+        == 0
+    )
+    text = (textfiles / "arcops.prom").read_text()
+    checked = subprocess.run(
+        [str(prometheus_tools / "promtool"), "check", "metrics"], input=text, capture_output=True, text=True
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    exporter = subprocess.Popen(
+        [
+            str(prometheus_tools / "prometheus-node-exporter"),
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--collector.disable-defaults",
+            "--collector.textfile",
+            f"--collector.textfile.directory={textfiles}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        scraped = None
+        for _ in range(100):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                    scraped = r.read().decode()
+                break
+            except OSError:
+                time.sleep(0.1)
+        assert scraped is not None, "node_exporter did not answer"
+    finally:
+        exporter.terminate()
+        exporter.wait(timeout=10)
+    assert "arcops_vllm_kv_cache_tokens 680000" in scraped
+    assert 'arcops_xe_events_total{card="0000:2d:00.0",kind="gt_reset"} 1' in scraped
+    # node_exporter read the file without complaint.
+    assert "node_textfile_scrape_error 0" in scraped
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+SAMPLE = re.compile(r'^arcops_[a-z_]+(\{([a-z_]+="([^"\\\n]|\\["\\n])*",?)*\})? (-?[0-9.e+]+|-?inf|nan)$')
+KEYS = st.sampled_from(
+    ["release", "targets", "passed", "right", "prompts", "bench", "decode", "1", "target", "image"]
+)
+
+
+@given(
+    st.dictionaries(st.sampled_from(list(records.STAGES)), st.dictionaries(KEYS, JSON, max_size=5) | JSON),
+    st.dictionaries(st.sampled_from(["result", "attempts", "started_at"]), JSON) | st.none(),
+    st.lists(st.text(max_size=80), max_size=5) | st.none(),
+)
+def test_any_records_give_well_formed_metrics(published, report, lines):
+    """Records are hand-editable JSON: whatever they hold, the output is valid exposition text."""
+    text = metrics.render(metrics.collect(published, {"gpus": []}, report, lines, 0.0))
+    for line in text.splitlines():
+        assert line.startswith("# HELP ") or line.startswith("# TYPE ") or SAMPLE.match(line), line
