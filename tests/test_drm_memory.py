@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arcops import cli
@@ -14,6 +14,7 @@ from arcops.box import drm_memory
 from arcops.common.sysroot import SysRoot
 
 from .conftest import REPO
+from .test_fuzz import FUZZ
 
 XE_CLIENT = (REPO / "tests/fixtures/drm_fdinfo/xe-client.txt").read_text()
 GIB = 2**30
@@ -94,6 +95,7 @@ def test_cli_prints_a_table_and_json_and_exits_1_without_clients(tmp_path, capsy
     assert "no DRM client" in capsys.readouterr().err
 
 
+@settings(FUZZ)
 @given(st.text(max_size=400))
 def test_any_fdinfo_text_parses_or_is_not_a_client(text):
     c = drm_memory.parse(text)
@@ -106,6 +108,7 @@ def test_sizes_in_the_units_the_kernel_prints_and_nothing_else():
     assert [drm_memory.size(t) for t in ("", "x", "1 kB", "-1", "1 2 3", "²")] == [None] * 6
 
 
+@settings(FUZZ)
 @given(st.text(max_size=30))
 def test_any_size_text_is_bytes_or_none(text):
     found = drm_memory.size(text)

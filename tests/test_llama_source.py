@@ -8,13 +8,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arcops import cli
 from arcops.llama import cxx_scopes, llama_source
 
 from .helpers.llama_fixture import FIXTURE, export
+from .test_fuzz import FUZZ
 
 HELPER = llama_source.shipped_helper()
 SYCL = llama_source.SYCL_DIR
@@ -492,6 +493,7 @@ CXX_PIECES = st.sampled_from(
 )
 
 
+@settings(FUZZ)
 @given(st.lists(CXX_PIECES, max_size=60).map("".join))
 def test_any_code_gives_blocks_allocations_and_free_kinds_without_raising(code):
     blocks = cxx_scopes.blocks(code)

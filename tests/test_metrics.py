@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from arcops import cli
@@ -22,6 +22,7 @@ from arcops.operate import metrics
 from arcops.stages import records
 
 from .helpers.debian_mirror import MirrorUnreachable, extract_deb, fetch_deb, unreachable
+from .test_fuzz import FUZZ
 
 FIXTURES = Path(__file__).parent / "fixtures"
 HANG = FIXTURES / "journal" / "xe-dual-b60-hang.log"
@@ -228,6 +229,8 @@ KEYS = st.sampled_from(
 )
 
 
+@example(published={}, report={"attempts": True}, lines=None)  # found by this test: not a list
+@settings(FUZZ)
 @given(
     st.dictionaries(st.sampled_from(list(records.STAGES)), st.dictionaries(KEYS, JSON, max_size=5) | JSON),
     st.dictionaries(st.sampled_from(["result", "attempts", "started_at"]), JSON) | st.none(),

@@ -1,15 +1,18 @@
-"""arcops metrics: the box's state as Prometheus metrics (node_exporter's textfile collector)."""
+"""arcops metrics, diag: the box's state as Prometheus metrics (node_exporter's textfile
+collector), and a diagnostics bundle."""
 
 from __future__ import annotations
 
 import argparse
 import io
 import time
+from pathlib import Path
 
 from ..box import facts, journal
 from ..common.inputs import open_input
 from ..common.outputs import output_file, write_atomic
-from ..operate import metrics
+from ..common.report import print_json, print_table
+from ..operate import diag, metrics
 from ..stages.records import FACT_DIR
 from ..stages.status import read_records
 from .common import read_root
@@ -50,7 +53,51 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_diag(args: argparse.Namespace) -> int:
+    output = output_file(args.output, "bundle")  # refused before anything is read or freed
+    if not args.output.endswith((".tar.gz", ".tgz")):
+        raise ValueError(f"bundle {args.output}: name it FILE.tar.gz (it is a gzip'd tar)")
+    if not args.timeout > 0:
+        raise ValueError(f"--timeout {args.timeout}: give seconds above 0")
+    bundle = diag.collect(read_root(args), args.timeout, free_devcoredumps=not args.keep_devcoredumps)
+    manifest = diag.write(bundle, Path(output))
+    if args.json:
+        print_json(manifest)
+        return 0
+    rows = [
+        {
+            "entry": e["name"],
+            "result": e["result"],
+            "seconds": e["seconds"],
+            "bytes": e["bytes"],
+            "note": e["note"][:60],
+        }
+        for e in manifest["entries"]
+    ]
+    print_table(rows, ["entry", "result", "seconds", "bytes", "note"])
+    ok = sum(e["result"] == "ok" for e in manifest["entries"])
+    print(f"{args.output}: {ok} of {len(rows)} entries ok, {manifest['redactions']} secret(s) redacted")
+    return 0
+
+
 def add(sub) -> None:
+    p = sub.add_parser(
+        "diag",
+        help="one tarball for a misbehaving box: versions, journals, sensors, devcoredumps, secrets redacted",
+    )
+    p.add_argument("--output", required=True, metavar="FILE.tar.gz", help="the bundle to write (atomically)")
+    p.add_argument(
+        "--root", default="/", help="read files under this folder (fixture trees); commands run as found"
+    )
+    p.add_argument(
+        "--timeout", type=float, default=diag.TIMEOUT, help="seconds each command may take (default 30)"
+    )
+    p.add_argument(
+        "--keep-devcoredumps", action="store_true", help="copy devcoredumps without freeing them afterwards"
+    )
+    p.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    p.set_defaults(func=_cmd_diag)
+
     p = sub.add_parser(
         "metrics",
         help="the box's state as Prometheus metrics: stack, GuC per card, xe events, last start, gate, bench",

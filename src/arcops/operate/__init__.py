@@ -1,1 +1,1 @@
-"""Operating a box after deployment: its state as metrics."""
+"""Operating a box after deployment: its state as metrics, and a diagnostics bundle."""

@@ -121,7 +121,8 @@ def _start(report: dict | None) -> list[Family]:
     if report is None:
         return families
     ready.add(1 if report.get("result") == "ready" else 0, result=report.get("result") or "none")
-    tried = [a for a in report.get("attempts") or [] if isinstance(a, dict)]
+    attempts_seen = report.get("attempts")
+    tried = [a for a in attempts_seen if isinstance(a, dict)] if isinstance(attempts_seen, list) else []
     attempts.add(len(tried))
     ready_kv = [_number(a.get("kv_cache_tokens")) for a in tried if a.get("outcome") == "ready"]
     kv.add(next((k for k in reversed(ready_kv) if k is not None), None))

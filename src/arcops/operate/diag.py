@@ -1,0 +1,283 @@
+"""arcops diag: one tarball with what is needed to understand a misbehaving box, so nobody has to
+walk its owner through the field report's manual steps.
+
+What goes in (each entry in manifest.json with how it went):
+- commands, each with a timeout: kernel, this boot's and the previous boot's kernel journal,
+  the arcops services' status and bounded logs, apt holds and installed packages,
+  `lspci -vvv` of Intel devices, free memory, the container engine's images and the vLLM
+  container's inspect;
+- arcops' own readers: facts and GPUs, GPU memory per card, the metrics, xe events per card of
+  this boot and the previous one (counted from the journals above);
+- files: every stage's record and state, the vLLM spec and start reports (stacks beside them),
+  verify results, GRUB's defaults and saved entry, the kernel command line, apt pins, and per card the xe
+  driver's sensors (hwmon: power, energy, temperatures, fans) and GT frequencies with their
+  throttle reasons;
+- devcoredumps: copied, then freed (the kernel keeps only one per device, for five minutes).
+
+A command that is missing, fails or times out is recorded, not fatal. Every text is redacted
+(arcops.operate.redact): the box's secret files are never read into the bundle, and their values
+are scrubbed from everything else. --root reads files under a fixture tree; commands run as
+they are found on PATH.
+"""
+
+from __future__ import annotations
+
+import glob
+import io
+import json
+import os
+import platform
+import subprocess
+import tarfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..box import drm_memory, facts, xe_events
+from ..common.sysroot import SysRoot
+from ..stages.records import FACT_DIR, STATE_ROOT
+from ..stages.status import read_records
+from . import metrics
+from .redact import SECRET_PATHS, Redactor, secret_values
+
+TIMEOUT = 30.0
+MAX_OUTPUT = 64 * 2**20  # per command or file; more is cut, and the manifest says so
+LOG_LINES = "5000"
+UNITS = ("arcops-vllm.service", "arcops-llama-server.service", "docker.service")
+
+COMMANDS: list[tuple[str, list[str]]] = [
+    ("system/uname.txt", ["uname", "-a"]),
+    ("system/free.txt", ["free", "-b"]),
+    ("journal/kernel-this-boot.log", ["journalctl", "-k", "-b", "0", "-o", "short-iso", "--no-pager"]),
+    ("journal/kernel-previous-boot.log", ["journalctl", "-k", "-b", "-1", "-o", "short-iso", "--no-pager"]),
+    *[
+        (
+            f"journal/{unit.removesuffix('.service')}.log",
+            ["journalctl", "-u", unit, "-b", "0", "-n", LOG_LINES, "-o", "short-iso", "--no-pager"],
+        )
+        for unit in UNITS
+    ],
+    ("services/status.txt", ["systemctl", "status", "--no-pager", "--lines=50", *UNITS]),
+    ("packages/holds.txt", ["apt-mark", "showhold"]),
+    ("packages/installed.txt", ["dpkg-query", "-W", "-f", "${Package} ${Version} ${db:Status-Status}\\n"]),
+    ("pci/intel-lspci.txt", ["lspci", "-vvv", "-d", "8086:"]),
+    ("container/images.txt", ["docker", "images", "--digests", "--no-trunc"]),
+]
+FILE_GLOBS = [
+    f"{FACT_DIR}/arcops*.fact",
+    f"{STATE_ROOT}/*/state.json",
+    f"{STATE_ROOT}/vllm/starts/*",
+    f"{STATE_ROOT}/verify/*",
+    "/etc/arcops/vllm/spec.json",
+    "/etc/default/grub",
+    # GRUB's saved default, read as a file: `grub-editenv list` creates a missing grubenv.
+    "/boot/grub/grubenv",
+    "/etc/default/grub.d/*",
+    "/proc/cmdline",
+    "/etc/os-release",
+    "/etc/apt/preferences.d/*",
+]
+# Per card (its PCI address): the xe driver's sensors and GT frequencies.
+CARD_GLOBS = [
+    "hwmon/hwmon*/name",
+    "hwmon/hwmon*/power*_input",
+    "hwmon/hwmon*/power*_crit",
+    "hwmon/hwmon*/power*_max",
+    "hwmon/hwmon*/energy*_input",
+    "hwmon/hwmon*/temp*_input",
+    "hwmon/hwmon*/temp*_label",
+    "hwmon/hwmon*/fan*_input",
+    "hwmon/hwmon*/in*_input",
+    "tile*/gt*/freq0/*_freq",
+    "tile*/gt*/freq0/throttle/*",
+]
+DEVCOREDUMPS = "/sys/class/devcoredump/devcd*"
+
+
+@dataclass
+class Entry:
+    name: str  # path in the bundle
+    source: str  # the command line or the path read
+    result: str  # ok | failed | missing | timeout | unreadable | truncated
+    seconds: float = 0.0
+    exit_code: int | None = None
+    bytes: int = 0
+    note: str = ""
+
+
+class Bundle:
+    """Entries in memory until written: redacted as they are added."""
+
+    def __init__(self, redactor: Redactor):
+        self.redactor = redactor
+        self.entries: list[Entry] = []
+        self.files: dict[str, bytes] = {}
+
+    def add(self, entry: Entry, data: bytes | str | None, binary: bool = False) -> None:
+        if data is not None:
+            if isinstance(data, str):
+                data = self.redactor.text(data).encode()
+            elif binary:
+                data = self.redactor.data(data)
+            else:
+                data = self.redactor.text(data.decode("utf-8", errors="replace")).encode()
+            if len(data) > MAX_OUTPUT:
+                data, entry.result = data[:MAX_OUTPUT], "truncated"
+            self.files[entry.name] = data
+            entry.bytes = len(data)
+        self.entries.append(entry)
+
+
+def run_command(bundle: Bundle, name: str, argv: list[str], timeout: float) -> str | None:
+    """Run argv (never through a shell); its stdout goes in, stderr in the manifest's note."""
+    source = " ".join(argv)
+    t0 = time.monotonic()
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False
+        )
+    except FileNotFoundError:
+        bundle.add(Entry(name, source, "missing", note=f"{argv[0]} not found"), None)
+        return None
+    except subprocess.TimeoutExpired as e:
+        entry = Entry(
+            name, source, "timeout", round(time.monotonic() - t0, 3), note=f"killed after {timeout:g} s"
+        )
+        bundle.add(entry, e.stdout or b"")
+        return None
+    except OSError as e:
+        bundle.add(Entry(name, source, "failed", note=e.strerror or str(e)), None)
+        return None
+    note = bundle.redactor.text(done.stderr.decode("utf-8", errors="replace").strip())[-500:]
+    entry = Entry(
+        name,
+        source,
+        "ok" if done.returncode == 0 else "failed",
+        round(time.monotonic() - t0, 3),
+        done.returncode,
+        note=note,
+    )
+    bundle.add(entry, done.stdout)
+    return done.stdout.decode("utf-8", errors="replace") if done.returncode == 0 else None
+
+
+def _is_secret(root: SysRoot, path: Path) -> bool:
+    return any(path == root.path(p) for p in SECRET_PATHS)
+
+
+def add_files(bundle: Bundle, root: SysRoot, patterns: list[str], prefix: str = "files") -> None:
+    for pattern in patterns:
+        for found in sorted(glob.glob(str(root.path(pattern)))):
+            path = Path(found)
+            if not path.is_file() or _is_secret(root, path):
+                continue
+            host_path = "/" + str(path.relative_to(root.path("/")))
+            name = f"{prefix}{host_path}"
+            try:
+                with open(path, "rb") as f:
+                    data = f.read(MAX_OUTPUT + 1)
+            except OSError as e:
+                bundle.add(Entry(name, host_path, "unreadable", note=e.strerror or str(e)), None)
+                continue
+            bundle.add(Entry(name, host_path, "ok"), data)
+
+
+def add_devcoredumps(bundle: Bundle, root: SysRoot, free: bool) -> None:
+    """Each devcoredump copied whole, then freed by writing to its data file (as the kernel's
+    devcoredump documentation says), so the next hang can leave its own."""
+    for found in sorted(glob.glob(str(root.path(DEVCOREDUMPS)))):
+        dump = Path(found)
+        data_file = dump / "data"
+        name = f"devcoredump/{dump.name}.data"
+        device = (
+            os.path.basename(os.path.realpath(dump / "failing_device"))
+            if (dump / "failing_device").exists()
+            else ""
+        )
+        try:
+            data = data_file.read_bytes()
+        except OSError as e:
+            bundle.add(Entry(name, str(data_file), "unreadable", note=e.strerror or str(e)), None)
+            continue
+        note = f"device {device}" if device else ""
+        if free:
+            try:
+                data_file.write_bytes(b"1")
+                note = (note + ", freed").lstrip(", ")
+            except OSError as e:
+                note = (note + f", not freed: {e.strerror}").lstrip(", ")
+        bundle.add(Entry(name, str(data_file), "ok", note=note), data, binary=True)
+
+
+def _json(value) -> str:
+    return json.dumps(value, indent=1, sort_keys=True, default=str) + "\n"
+
+
+def collect(
+    root: SysRoot, timeout: float = TIMEOUT, free_devcoredumps: bool = True, now: float | None = None
+) -> Bundle:
+    now = time.time() if now is None else now
+    secrets: list[str] = []
+    for path in SECRET_PATHS:
+        text = root.read(path)
+        if text:
+            secrets += secret_values(text)
+    bundle = Bundle(Redactor(secrets))
+
+    outputs = {name: run_command(bundle, name, argv, timeout) for name, argv in COMMANDS}
+    records = read_records(root.path(FACT_DIR))
+    vllm = records.get("vllm_service") if isinstance(records.get("vllm_service"), dict) else {}
+    if vllm.get("container"):
+        run_command(
+            bundle, "container/vllm-inspect.json", ["docker", "inspect", str(vllm["container"])], timeout
+        )
+
+    box = facts.collect(root)
+    bundle.add(Entry("arcops/facts.json", "arcops facts", "ok"), _json(box))
+    found, skipped = drm_memory.clients(root)
+    memory = {"cards": drm_memory.per_card(found), "unreadable_processes": skipped}
+    bundle.add(Entry("arcops/gpu-memory.json", "arcops gpu-memory", "ok"), _json(memory))
+    boots = {}
+    for boot in ("this-boot", "previous-boot"):
+        text = outputs.get(f"journal/kernel-{boot}.log")
+        boots[boot] = None if text is None else xe_events.count(text.splitlines())
+    bundle.add(Entry("arcops/xe-events.json", "xe events per card (from the journals)", "ok"), _json(boots))
+    this_boot = outputs.get("journal/kernel-this-boot.log")
+    lines = None if this_boot is None else this_boot.splitlines()
+    report = metrics.last_start_report(root, vllm.get("report_dir"))
+    text = metrics.render(metrics.collect(records, box, report, lines, now))
+    bundle.add(Entry("arcops/metrics.prom", "arcops metrics", "ok"), text)
+
+    add_files(bundle, root, FILE_GLOBS)
+    for gpu in box["gpus"]:
+        if gpu.get("driver") == "xe" and gpu.get("address"):
+            device = f"/sys/bus/pci/devices/{gpu['address']}"
+            add_files(bundle, root, [f"{device}/{g}" for g in CARD_GLOBS], prefix="gpu")
+    add_devcoredumps(bundle, root, free_devcoredumps)
+    return bundle
+
+
+def write(bundle: Bundle, output: Path, now: float | None = None) -> dict:
+    """The tar.gz, written beside and renamed; its manifest (also inside, first)."""
+    now = time.time() if now is None else now
+    top = f"arcops-diag-{platform.node() or 'box'}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(now))}"
+    manifest = {
+        "format": 1,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+        "redactions": bundle.redactor.count,
+        "entries": [asdict(e) for e in bundle.entries],
+    }
+    files = {"manifest.json": _json(manifest).encode(), **bundle.files}
+    partial = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    try:
+        with tarfile.open(partial, "w:gz") as tar:
+            for name, data in files.items():
+                info = tarfile.TarInfo(f"{top}/{name}")
+                info.size, info.mtime, info.mode = len(data), int(now), 0o600
+                tar.addfile(info, io.BytesIO(data))
+        partial.chmod(0o600)  # a bundle is for its owner: logs can say more than they should
+        os.replace(partial, output)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return manifest
