@@ -204,3 +204,23 @@ def test_module_builds_through_ansiballz_then_reports_ok_and_check_mode_writes_n
         and bad["msg"]
         == f"residency filter: {tmp_path}/none.c: no such source file (the residency filter's C source)"
     )
+
+
+def test_the_filter_builds_without_level_zero_headers_and_its_declarations_match_them(tmp_path):
+    """The box needs no Level Zero headers (the pinned runtime holds libze1): the plain build
+    never includes ze_api.h, and built with ARCOPS_L0_CHECK_ABI next to Debian's real header,
+    every value and offset the filter declares itself is checked against it."""
+    poisoned = tmp_path / "poison" / "level_zero"
+    poisoned.mkdir(parents=True)
+    (poisoned / "ze_api.h").write_text('#error "the filter must not need ze_api.h"\n')
+    plain = [*residency_shim.compile_command(tmp_path / "plain.so"), f"-I{poisoned.parent}"]
+    done = subprocess.run(plain, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    checked = [*residency_shim.compile_command(tmp_path / "abi.so"), "-DARCOPS_L0_CHECK_ABI"]
+    done = subprocess.run(checked, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    wrong = tmp_path / "wrong.c"
+    wrong.write_text(residency_shim.SOURCE.read_text().replace("PROPERTIES = 0x17", "PROPERTIES = 0x18"))
+    argv = [*residency_shim.compile_command(tmp_path / "wrong.so", source=wrong), "-DARCOPS_L0_CHECK_ABI"]
+    done = subprocess.run(argv, capture_output=True, text=True)
+    assert done.returncode != 0 and "ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES" in done.stderr

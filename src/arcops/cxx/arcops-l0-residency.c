@@ -21,9 +21,12 @@
 // A Level Zero loader without a symbol the filter needs leaves every call unchanged.
 //
 // Build: gcc with the flags in arcops.vllm.residency_shim.CFLAGS (every build goes through it).
+// It needs no Level Zero headers: the few types it uses are declared below as ze_api.h (Level
+// Zero 1.x, a stable ABI) declares them, so a box whose pinned runtime holds libze1 needs no
+// headers package that would want another libze1. Built with -DARCOPS_L0_CHECK_ABI next to the
+// real ze_api.h, the declarations are checked against it (the unit tests do).
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <level_zero/ze_api.h>
 #include <link.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -33,10 +36,46 @@
 
 #define ARCOPS_L0_RESIDENCY_VERSION 1
 
-typedef ze_result_t (*make_resident_fn)(ze_context_handle_t, ze_device_handle_t, void *, size_t);
-typedef ze_result_t (*alloc_props_fn)(ze_context_handle_t, const void *, ze_memory_allocation_properties_t *,
-                                      ze_device_handle_t *);
-typedef ze_result_t (*sub_devices_fn)(ze_device_handle_t, uint32_t *, ze_device_handle_t *);
+// --- Level Zero, as ze_api.h declares it -------------------------------------------------------
+typedef int arcops_ze_result_t;  // an enum: int-sized
+typedef struct arcops_ze_context *arcops_ze_context_t;
+typedef struct arcops_ze_device *arcops_ze_device_t;
+enum {
+    ARCOPS_ZE_RESULT_SUCCESS = 0,
+    ARCOPS_ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES = 0x17,
+    ARCOPS_ZE_MEMORY_TYPE_DEVICE = 2,
+};
+typedef struct {
+    int stype;  // ze_structure_type_t
+    void *pNext;
+    int type;  // ze_memory_type_t
+    uint64_t id;
+    uint64_t pageSize;
+} arcops_ze_alloc_props_t;
+
+#ifdef ARCOPS_L0_CHECK_ABI
+#include <level_zero/ze_api.h>
+#include <stddef.h>
+_Static_assert(sizeof(ze_result_t) == sizeof(arcops_ze_result_t), "ze_result_t");
+_Static_assert((int)ZE_RESULT_SUCCESS == (int)ARCOPS_ZE_RESULT_SUCCESS, "ZE_RESULT_SUCCESS");
+_Static_assert((int)ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES ==
+                   (int)ARCOPS_ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES,
+               "ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES");
+_Static_assert((int)ZE_MEMORY_TYPE_DEVICE == (int)ARCOPS_ZE_MEMORY_TYPE_DEVICE, "ZE_MEMORY_TYPE_DEVICE");
+_Static_assert(sizeof(ze_structure_type_t) == sizeof(int) && sizeof(ze_memory_type_t) == sizeof(int), "enums");
+_Static_assert(sizeof(ze_memory_allocation_properties_t) == sizeof(arcops_ze_alloc_props_t), "props size");
+_Static_assert(offsetof(ze_memory_allocation_properties_t, pNext) == offsetof(arcops_ze_alloc_props_t, pNext), "pNext");
+_Static_assert(offsetof(ze_memory_allocation_properties_t, type) == offsetof(arcops_ze_alloc_props_t, type), "type");
+_Static_assert(offsetof(ze_memory_allocation_properties_t, pageSize) == offsetof(arcops_ze_alloc_props_t, pageSize),
+               "pageSize");
+_Static_assert(sizeof(ze_context_handle_t) == sizeof(arcops_ze_context_t), "context handle");
+_Static_assert(sizeof(ze_device_handle_t) == sizeof(arcops_ze_device_t), "device handle");
+#endif
+
+typedef arcops_ze_result_t (*make_resident_fn)(arcops_ze_context_t, arcops_ze_device_t, void *, size_t);
+typedef arcops_ze_result_t (*alloc_props_fn)(arcops_ze_context_t, const void *, arcops_ze_alloc_props_t *,
+                                             arcops_ze_device_t *);
+typedef arcops_ze_result_t (*sub_devices_fn)(arcops_ze_device_t, uint32_t *, arcops_ze_device_t *);
 
 static _Atomic(make_resident_fn) real_make_resident;
 static _Atomic(alloc_props_fn) real_alloc_props;
@@ -68,19 +107,19 @@ static void *loader_symbol(const char *name) {
     return symbol;
 }
 
-static int is_sub_device(sub_devices_fn list, ze_device_handle_t parent, ze_device_handle_t child) {
-    ze_device_handle_t subs[64];
+static int is_sub_device(sub_devices_fn list, arcops_ze_device_t parent, arcops_ze_device_t child) {
+    arcops_ze_device_t subs[64];
     uint32_t count = 0;
-    if (list(parent, &count, NULL) != ZE_RESULT_SUCCESS || count == 0) return 0;
+    if (list(parent, &count, NULL) != ARCOPS_ZE_RESULT_SUCCESS || count == 0) return 0;
     if (count > 64) return 1;  // more than we can look at: count it as related (pass through)
-    if (list(parent, &count, subs) != ZE_RESULT_SUCCESS) return 1;
+    if (list(parent, &count, subs) != ARCOPS_ZE_RESULT_SUCCESS) return 1;
     for (uint32_t i = 0; i < count; i++)
         if (subs[i] == child) return 1;
     return 0;
 }
 
 // 1 when the call makes another device's device allocation resident on this one.
-static int peer_residency(ze_context_handle_t ctx, ze_device_handle_t device, const void *ptr) {
+static int peer_residency(arcops_ze_context_t ctx, arcops_ze_device_t device, const void *ptr) {
     alloc_props_fn props_fn = atomic_load(&real_alloc_props);
     if (props_fn == NULL) {
         props_fn = (alloc_props_fn)loader_symbol("zeMemGetAllocProperties");
@@ -93,21 +132,21 @@ static int peer_residency(ze_context_handle_t ctx, ze_device_handle_t device, co
         if (subs_fn == NULL) return 0;
         atomic_store(&real_sub_devices, subs_fn);
     }
-    ze_memory_allocation_properties_t props;
+    arcops_ze_alloc_props_t props;
     memset(&props, 0, sizeof props);
-    props.stype = ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES;
-    ze_device_handle_t owner = NULL;
-    if (props_fn(ctx, ptr, &props, &owner) != ZE_RESULT_SUCCESS) return 0;
-    if (props.type != ZE_MEMORY_TYPE_DEVICE || owner == NULL || device == NULL || owner == device) return 0;
+    props.stype = ARCOPS_ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES;
+    arcops_ze_device_t owner = NULL;
+    if (props_fn(ctx, ptr, &props, &owner) != ARCOPS_ZE_RESULT_SUCCESS) return 0;
+    if (props.type != ARCOPS_ZE_MEMORY_TYPE_DEVICE || owner == NULL || device == NULL || owner == device) return 0;
     return !is_sub_device(subs_fn, owner, device) && !is_sub_device(subs_fn, device, owner);
 }
 
-static ze_result_t filtered_make_resident(ze_context_handle_t ctx, ze_device_handle_t device, void *ptr,
-                                          size_t size) {
+static arcops_ze_result_t filtered_make_resident(arcops_ze_context_t ctx, arcops_ze_device_t device, void *ptr,
+                                                 size_t size) {
     make_resident_fn real = atomic_load(&real_make_resident);
     if (!pass_all && peer_residency(ctx, device, ptr)) {
         atomic_fetch_add(&skipped, 1);
-        return ZE_RESULT_SUCCESS;
+        return ARCOPS_ZE_RESULT_SUCCESS;
     }
     atomic_fetch_add(&kept, 1);
     return real(ctx, device, ptr, size);
