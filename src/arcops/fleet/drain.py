@@ -10,45 +10,23 @@ Stdlib only: it runs on the box inside the arcops_drain module.
 
 from __future__ import annotations
 
-import re
 import time
 import urllib.error
-import urllib.request
 from collections.abc import Callable
 
-GAUGES = ("vllm:num_requests_running", "vllm:num_requests_waiting")
-# name{labels} value  (labels optional; the value a float, NaN or +Inf as Prometheus writes them)
-_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(?:\s+\S+)?$")
+from ..vllm import serving_metrics
 
-
-class DrainError(ValueError):
-    """Metrics that cannot be read as vLLM writes them."""
+GAUGES = (serving_metrics.RUNNING, serving_metrics.WAITING)
+DrainError = serving_metrics.MetricsError
+fetch_metrics = serving_metrics.fetch
 
 
 def requests_in_flight(text: str) -> dict[str, float]:
     """Each gauge of GAUGES summed over its samples; DrainError when neither is there (not vLLM)."""
-    found: dict[str, float] = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        m = _SAMPLE.match(line.strip())
-        if m is None or m[1] not in GAUGES:
-            continue
-        try:
-            value = float(m[3])
-        except ValueError:
-            raise DrainError(f"metrics: {m[1]} has no number ({m[3][:40]!r})") from None
-        if value != value or value < 0:  # NaN or negative: not a count
-            raise DrainError(f"metrics: {m[1]} is {m[3][:40]!r}, not a count")
-        found[m[1]] = found.get(m[1], 0.0) + value
-    if "vllm:num_requests_running" not in found:
+    found = serving_metrics.sums(text, GAUGES)
+    if serving_metrics.RUNNING not in found:
         raise DrainError("metrics: no vllm:num_requests_running sample (is this vLLM's /metrics?)")
     return found
-
-
-def fetch_metrics(url: str, timeout: float = 5.0) -> str:
-    with urllib.request.urlopen(url.rstrip("/") + "/metrics", timeout=timeout) as r:
-        return r.read(4 * 2**20).decode("utf-8", "replace")
 
 
 def wait(

@@ -1,0 +1,130 @@
+"""Serving health after start-up: what a running vLLM's /metrics and the kernel journal say, and
+whether a restart is allowed.
+
+The field report's stall: four requests in flight, generation at 0 tok/s, and five minutes later
+the engine died with a timeout in shm_broadcast. Seen from outside, that is requests running
+(vllm:num_requests_running above zero) while the generation token counter
+(vllm:generation_tokens_total) stays flat. StallWatch measures how long that has lasted.
+
+A restart is the remedy for a stall or a new xe engine reset, but a box that keeps failing must
+not restart for ever: RestartPolicy allows at most a number per rolling hour and none sooner than
+a minimum interval after the last; past that the health report says so and leaves the box to a
+person.
+
+Stdlib only: it runs on the box.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import serving_metrics
+
+HOUR = 3600.0
+
+
+@dataclass(frozen=True)
+class Reading:
+    at: float  # monotonic seconds
+    running: float
+    waiting: float
+    generated: float | None  # the generation token counter; None when the server has none
+
+
+def reading(text: str, at: float) -> Reading:
+    """A Reading of /metrics text; MetricsError when it is not vLLM's (no running gauge)."""
+    found = serving_metrics.sums(
+        text, (serving_metrics.RUNNING, serving_metrics.WAITING, serving_metrics.GENERATION_TOKENS)
+    )
+    if serving_metrics.RUNNING not in found:
+        raise serving_metrics.MetricsError(
+            "metrics: no vllm:num_requests_running sample (is this vLLM's /metrics?)"
+        )
+    return Reading(
+        at,
+        found[serving_metrics.RUNNING],
+        found.get(serving_metrics.WAITING, 0.0),
+        found.get(serving_metrics.GENERATION_TOKENS),
+    )
+
+
+@dataclass
+class StallWatch:
+    """How long requests have been running without a token generated."""
+
+    stall_seconds: float
+    _last: float | None = None
+    _flat_since: float | None = None
+
+    def feed(self, r: Reading) -> float:
+        """Seconds requests have been running with the counter flat, as of this reading (0: not
+        stalled). A counter that went down is a restarted server: the watch starts again."""
+        if r.generated is None or r.running <= 0:
+            self._last, self._flat_since = r.generated, None
+            return 0.0
+        if self._last is None or r.generated != self._last:
+            self._last, self._flat_since = r.generated, r.at
+            return 0.0
+        if self._flat_since is None:
+            self._flat_since = r.at
+        return r.at - self._flat_since
+
+    def stalled(self, r: Reading) -> bool:
+        return self.feed(r) >= self.stall_seconds
+
+
+@dataclass
+class RestartPolicy:
+    """At most max_per_hour restarts in any rolling hour, none within min_interval of the last.
+    history: wall-clock times of earlier restarts (kept by the caller across its own restarts)."""
+
+    max_per_hour: int
+    min_interval: float
+    history: list[float] = field(default_factory=list)
+
+    def decide(self, now: float) -> tuple[bool, str]:
+        recent = sorted(t for t in self.history if 0 <= now - t < HOUR)
+        if len(recent) >= self.max_per_hour:
+            return False, (
+                f"{len(recent)} restart(s) in the last hour (limit {self.max_per_hour}): "
+                "not restarting again, the box needs a person"
+            )
+        if recent and now - recent[-1] < self.min_interval:
+            return (
+                False,
+                f"last restart {now - recent[-1]:.0f} s ago (at least {self.min_interval:g} s apart)",
+            )
+        return True, "allowed"
+
+    def record(self, now: float) -> None:
+        self.history = [t for t in self.history if 0 <= now - t < HOUR] + [now]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    state: str  # ok | stall | xe_event
+    detail: str
+    restart: bool  # whether the policy lets this verdict restart the service
+    why_not: str = ""
+
+
+def assess(r: Reading, watch: StallWatch, new_xe_events: int, policy: RestartPolicy, now: float) -> Verdict:
+    """One look: a new xe event first (the driver already reset an engine), then a stall."""
+    flat = watch.feed(r)
+    if new_xe_events:
+        state, detail = (
+            "xe_event",
+            f"{new_xe_events} new xe engine reset(s) or timed-out job(s) since the last look",
+        )
+    elif flat >= watch.stall_seconds:
+        state, detail = (
+            "stall",
+            (
+                f"{r.running:g} request(s) running and no token generated for {flat:.0f} s "
+                f"(stall after {watch.stall_seconds:g} s)"
+            ),
+        )
+    else:
+        return Verdict("ok", f"{r.running:g} running, {r.waiting:g} waiting", False)
+    allowed, why = policy.decide(now)
+    return Verdict(state, detail, allowed, "" if allowed else why)
