@@ -27,6 +27,7 @@ HANG = FIXTURES / "journal" / "xe-dual-b60-hang.log"
 KEY = "sk-planted-7f3a9c1e0d"
 STARTS = "/var/lib/arcops/vllm/starts"
 CARD = "sys/bus/pci/devices/0000:29:00.0"
+DUMP = "sys/class/drm/card1/device/devcoredump/data"
 
 
 def script(folder: Path, name: str, body: str) -> None:
@@ -62,10 +63,11 @@ def box(tmp_path, monkeypatch):
     (freq / "throttle").mkdir(parents=True)
     (freq / "act_freq").write_text("2400\n")
     (freq / "throttle" / "reason_pl1").write_text("0\n")
-    dump = root / "sys/class/devcoredump/devcd1"
-    dump.mkdir(parents=True)
-    (dump / "data").write_bytes(b"**** Xe Device Coredump ****\x00\x01" + KEY.encode() + b"\x02")
-    os.symlink("../../../bus/pci/devices/0000:2d:00.0", dump / "failing_device")
+    # The second card's devcoredump, where the kernel puts it (the card's device/devcoredump).
+    (root / "sys/class/drm/card1").mkdir(parents=True)
+    os.symlink("../../../bus/pci/devices/0000:2d:00.0", root / "sys/class/drm/card1/device")
+    (root / "sys/bus/pci/devices/0000:2d:00.0/devcoredump").mkdir()
+    (root / DUMP).write_bytes(b"**** Xe Device Coredump ****\x00\x01" + KEY.encode() + b"\x02")
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -115,14 +117,14 @@ def test_the_bundle_has_everything_with_no_secret_in_it(box, tmp_path, capsys):
     assert files[f"gpu/{CARD}/tile0/gt0/freq0/throttle/reason_pl1"] == b"0\n"
     assert "arcops_gpu_guc_info" in files["arcops/metrics.prom"].decode()
     # The devcoredump: copied (its secret scrubbed), then freed.
-    assert files["devcoredump/devcd1.data"].startswith(b"**** Xe Device Coredump ****")
-    assert results["devcoredump/devcd1.data"]["note"] == "device 0000:2d:00.0, freed"
-    assert (box / "sys/class/devcoredump/devcd1/data").read_bytes() == b"1"
+    assert files["devcoredump/card1.data"].startswith(b"**** Xe Device Coredump ****")
+    assert results["devcoredump/card1.data"]["note"] == "device 0000:2d:00.0, freed"
+    assert (box / DUMP).read_bytes() == b"1"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no partial left
 
 
 def test_a_bad_output_is_refused_before_anything_is_read_or_freed(box, tmp_path, capsys):
-    dump = box / "sys/class/devcoredump/devcd1/data"
+    dump = box / DUMP
     before = dump.read_bytes()
     for output, message in (
         (tmp_path / "nowhere" / "d.tar.gz", "does not exist"),
@@ -143,8 +145,8 @@ def test_keep_devcoredumps_leaves_them(box, tmp_path, capsys):
         cli.main(["diag", "--root", str(box), "--output", str(out), "--timeout", "1", "--keep-devcoredumps"])
         == 0
     )
-    assert (box / "sys/class/devcoredump/devcd1/data").read_bytes().startswith(b"**** Xe")
-    assert "devcoredump/devcd1.data" in bundle_files(out)
+    assert (box / DUMP).read_bytes().startswith(b"**** Xe")
+    assert "devcoredump/card1.data" in bundle_files(out)
     assert "entries ok" in capsys.readouterr().out
 
 

@@ -29,6 +29,7 @@ import os
 import platform
 import subprocess
 import tarfile
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -37,6 +38,7 @@ from ..box import drm_memory, facts, xe_events
 from ..common.sysroot import SysRoot
 from ..stages.records import FACT_DIR, STATE_ROOT
 from ..stages.status import read_records
+from ..vllm import evidence
 from . import metrics
 from .redact import SECRET_PATHS, Redactor, secret_values
 
@@ -91,7 +93,6 @@ CARD_GLOBS = [
     "tile*/gt*/freq0/*_freq",
     "tile*/gt*/freq0/throttle/*",
 ]
-DEVCOREDUMPS = "/sys/class/devcoredump/devcd*"
 
 
 @dataclass
@@ -183,30 +184,17 @@ def add_files(bundle: Bundle, root: SysRoot, patterns: list[str], prefix: str = 
 
 
 def add_devcoredumps(bundle: Bundle, root: SysRoot, free: bool) -> None:
-    """Each devcoredump copied whole, then freed by writing to its data file (as the kernel's
-    devcoredump documentation says), so the next hang can leave its own."""
-    for found in sorted(glob.glob(str(root.path(DEVCOREDUMPS)))):
-        dump = Path(found)
-        data_file = dump / "data"
-        name = f"devcoredump/{dump.name}.data"
-        device = (
-            os.path.basename(os.path.realpath(dump / "failing_device"))
-            if (dump / "failing_device").exists()
-            else ""
-        )
-        try:
-            data = data_file.read_bytes()
-        except OSError as e:
-            bundle.add(Entry(name, str(data_file), "unreadable", note=e.strerror or str(e)), None)
-            continue
-        note = f"device {device}" if device else ""
-        if free:
-            try:
-                data_file.write_bytes(b"1")
-                note = (note + ", freed").lstrip(", ")
-            except OSError as e:
-                note = (note + f", not freed: {e.strerror}").lstrip(", ")
-        bundle.add(Entry(name, str(data_file), "ok", note=note), data, binary=True)
+    """Each card's devcoredump, taken as the watchdog takes them (arcops.vllm.evidence: copied
+    whole, then freed so the next hang can leave one), into the bundle."""
+    with tempfile.TemporaryDirectory(prefix="arcops-diag-") as tmp:
+        for dump in evidence.take_devcoredumps(root, Path(tmp), free=free):
+            name = f"devcoredump/{dump['card']}.data"
+            source = f"/sys/class/drm/{dump['card']}/device/devcoredump/data"
+            if "error" in dump:
+                bundle.add(Entry(name, source, "unreadable", note=dump["error"]), None)
+                continue
+            note = f"device {dump['device']}" + (", freed" if dump["freed"] else "")
+            bundle.add(Entry(name, source, "ok", note=note), Path(dump["file"]).read_bytes(), binary=True)
 
 
 def _json(value) -> str:

@@ -79,9 +79,9 @@ def python_stacks(
     return stacks
 
 
-def take_devcoredumps(sysroot: SysRoot, where: Path) -> list[dict]:
-    """Copy each card's xe devcoredump into WHERE, then free it (write to data):
-    {card, device, file, bytes} or {card, device, error} per card that had one."""
+def take_devcoredumps(sysroot: SysRoot, where: Path, free: bool = True) -> list[dict]:
+    """Copy each card's xe devcoredump into WHERE, then free it (write to data) unless free is
+    false: {card, device, file, bytes, freed} or {card, device, error} per card that had one."""
     dumps = []
     for card in sysroot.listdir("/sys/class/drm"):
         if not re.fullmatch(r"card\d+", card):
@@ -95,10 +95,19 @@ def take_devcoredumps(sysroot: SysRoot, where: Path) -> list[dict]:
             where.mkdir(parents=True, exist_ok=True)
             with data.open("rb") as src, target.open("wb") as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
-            with data.open("w") as free:
-                free.write("1")
+            if free:
+                with data.open("w") as freed:
+                    freed.write("1")
         except OSError as e:
             dumps.append({"card": card, "device": device, "error": f"{data}: {e}"})
             continue
-        dumps.append({"card": card, "device": device, "file": str(target), "bytes": target.stat().st_size})
+        dumps.append(
+            {
+                "card": card,
+                "device": device,
+                "file": str(target),
+                "bytes": target.stat().st_size,
+                "freed": free,
+            }
+        )
     return dumps
