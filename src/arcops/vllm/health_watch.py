@@ -1,0 +1,135 @@
+"""The watch after start-up: every interval, one look at vLLM's /metrics and the kernel lines
+since the last look (arcops.vllm.health judges), and on a stall or a new xe event: evidence
+first, then a restart when the policy allows, and a health report either way.
+
+Everything it touches comes in as a callable (fetch, new kernel lines, evidence, restart, clocks),
+so the loop is tested as it runs; the service that wires it to the box's journal, engine and
+systemd comes with the role. Restarts are kept in REPORT_DIR/health-restarts.json, so the
+policy holds across restarts of the watch itself.
+
+Stdlib only: it runs on the box.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ..box import xe_events
+from ..common.outputs import write_atomic
+from . import health, serving_metrics
+
+HANG_KINDS = (xe_events.ENGINE_RESET, xe_events.TIMEDOUT_JOB)
+RESTARTS_FILE = "health-restarts.json"
+LATEST = "health-latest.json"
+
+
+@dataclass(frozen=True)
+class Options:
+    stall_seconds: float = 300.0
+    interval: float = 10.0
+    max_restarts_per_hour: int = 3
+    min_interval: float = 600.0
+    # Looks in a row without an answer before it is reported (a restart by systemd is no stall).
+    unreachable_after: int = 6
+
+
+def _stamp(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+class HealthWatch:
+    def __init__(
+        self,
+        url: str,
+        report_dir: Path,
+        options: Options,
+        new_kernel_lines: Callable[[], list[str]],
+        evidence: Callable[[Path], dict],
+        restart: Callable[[], None],
+        fetch: Callable[[str], str] = serving_metrics.fetch,
+        monotonic: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ):
+        self.url, self.report_dir, self.options = url, report_dir, options
+        self.new_kernel_lines, self.evidence, self.restart, self.fetch = (
+            new_kernel_lines,
+            evidence,
+            restart,
+            fetch,
+        )
+        self.monotonic, self.wall = monotonic, wall
+        self.watch = health.StallWatch(options.stall_seconds)
+        self.policy = health.RestartPolicy(
+            options.max_restarts_per_hour, options.min_interval, self._history()
+        )
+        self.unanswered = 0
+
+    def _history(self) -> list[float]:
+        try:
+            data = json.loads((self.report_dir / RESTARTS_FILE).read_text())
+        except (OSError, ValueError):
+            return []
+        return [float(t) for t in data if isinstance(t, (int, float))] if isinstance(data, list) else []
+
+    def _report(self, report: dict) -> Path:
+        self.report_dir.mkdir(parents=True, exist_ok=True)
+        path = self.report_dir / f"health-{_stamp(report['at_epoch'])}-{report['state']}.json"
+        text = json.dumps(report, indent=1, sort_keys=True) + "\n"
+        write_atomic(path, text)
+        write_atomic(self.report_dir / LATEST, text)
+        return path
+
+    def step(self) -> dict | None:
+        """One look; the health report written (None when all is well)."""
+        now_wall = self.wall()
+        lines = self.new_kernel_lines()
+        found = xe_events.count(lines)["by_kind"] if lines else {}
+        new_events = sum(found.get(kind, 0) for kind in HANG_KINDS)
+        try:
+            r = health.reading(self.fetch(self.url), self.monotonic())
+        except (urllib.error.URLError, OSError, serving_metrics.MetricsError) as e:
+            self.unanswered += 1
+            if self.unanswered != self.options.unreachable_after and not new_events:
+                return None
+            # Reported once per silence (restarts are systemd's business then), or with an xe event.
+            r = None
+            why = " ".join(str(getattr(e, "reason", e)).split())
+        else:
+            self.unanswered = 0
+        if r is None and new_events:
+            allowed, why_not = self.policy.decide(now_wall)
+            detail = (
+                f"{new_events} new xe engine reset(s) or timed-out job(s); /metrics not answering ({why})"
+            )
+            verdict = health.Verdict("xe_event", detail, allowed, "" if allowed else why_not)
+        elif r is None:
+            detail = f"/metrics not answering for {self.unanswered} look(s) ({why})"
+            verdict = health.Verdict("unreachable", detail, False, "systemd restarts a service that died")
+        else:
+            verdict = health.assess(r, self.watch, new_events, self.policy, now_wall)
+            if verdict.state == "ok":
+                return None
+        report = {
+            "at": datetime.fromtimestamp(now_wall, UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "at_epoch": now_wall,
+            **asdict(verdict),
+            "reading": None if r is None else asdict(r),
+            "xe_events": found,
+            "evidence": None,
+            "restarted": False,
+        }
+        if verdict.restart:
+            report["evidence"] = self.evidence(self.report_dir / f"health-{_stamp(now_wall)}")
+            self.restart()
+            self.policy.record(now_wall)
+            write_atomic(self.report_dir / RESTARTS_FILE, json.dumps(self.policy.history) + "\n")
+            report["restarted"] = True
+            self.watch = health.StallWatch(self.options.stall_seconds)  # a new server: a new watch
+        self._report(report)
+        return report

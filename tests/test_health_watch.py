@@ -1,0 +1,106 @@
+"""The watch after start-up (arcops.vllm.health_watch), run look by look with its box played by
+callables: /metrics texts as vLLM writes them, kernel lines from the real xe hang, a clock."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+
+from arcops.vllm import health_watch
+from arcops.vllm.health_watch import HealthWatch, Options
+
+from .conftest import REPO
+
+HANG = (REPO / "tests/fixtures/journal/xe-dual-b60-hang.log").read_text().splitlines()
+
+
+def metrics(running: int, generated: int) -> str:
+    return (
+        "# TYPE vllm:num_requests_running gauge\n"
+        f'vllm:num_requests_running{{engine="0",model_name="m"}} {running}.0\n'
+        f'vllm:num_requests_waiting{{engine="0",model_name="m"}} 0.0\n'
+        f'vllm:generation_tokens_total{{engine="0",model_name="m"}} {generated}.0\n'
+    )
+
+
+class Box:
+    """What the watch sees and does: a script of /metrics answers and kernel lines per look."""
+
+    def __init__(self, answers, kernel=None):
+        self.answers, self.kernel = list(answers), list(kernel or [])
+        self.t = 1_000_000.0
+        self.restarts: list[float] = []
+        self.evidence: list[str] = []
+
+    def fetch(self, url):
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def lines(self):
+        return self.kernel.pop(0) if self.kernel else []
+
+    def watch(self, report_dir, **options) -> HealthWatch:
+        return HealthWatch(
+            "http://127.0.0.1:8000",
+            report_dir,
+            Options(**options),
+            new_kernel_lines=self.lines,
+            evidence=lambda where: self.evidence.append(where.name) or {"stacks": [], "devcoredumps": []},
+            restart=lambda: self.restarts.append(self.t),
+            fetch=self.fetch,
+            monotonic=lambda: self.t,
+            wall=lambda: self.t,
+        )
+
+    def run(self, watch: HealthWatch, looks: int, every: float) -> list[dict | None]:
+        out = []
+        for _ in range(looks):
+            out.append(watch.step())
+            self.t += every
+        return out
+
+
+def test_a_stall_takes_evidence_restarts_and_reports(tmp_path):
+    box = Box([metrics(4, 100)] + [metrics(4, 5120)] * 5 + [metrics(0, 0)])
+    watch = box.watch(tmp_path, stall_seconds=30, interval=10)
+    reports = box.run(watch, 7, every=10)
+    assert [r["state"] if r else None for r in reports] == [None, None, None, None, "stall", None, None]
+    stall = reports[4]
+    assert stall["restarted"] and box.restarts == [1_000_040.0]
+    assert box.evidence == ["health-19700112T134720Z"]
+    assert stall["detail"] == "4 request(s) running and no token generated for 30 s (stall after 30 s)"
+    assert json.loads((tmp_path / "health-latest.json").read_text())["state"] == "stall"
+    assert json.loads((tmp_path / health_watch.RESTARTS_FILE).read_text()) == [1_000_040.0]
+
+
+def test_a_stall_that_outlives_its_restarts_is_left_to_a_person_not_looped(tmp_path):
+    box = Box([metrics(2, 7)] * 200)
+    watch = box.watch(tmp_path, stall_seconds=20, interval=10, max_restarts_per_hour=2, min_interval=60)
+    reports = [r for r in box.run(watch, 200, every=10) if r]
+    assert len(box.restarts) == 2 and box.restarts[1] - box.restarts[0] >= 60
+    refused = [r for r in reports if not r["restarted"]]
+    assert refused and refused[-1]["why_not"].startswith("2 restart(s) in the last hour (limit 2)")
+    # A new watch (the service restarted it) still knows the restarts it made.
+    again = Box([metrics(2, 7)] * 10)
+    again.t = box.t
+    later = again.watch(tmp_path, stall_seconds=20, max_restarts_per_hour=2, min_interval=60)
+    assert [r["restarted"] for r in again.run(later, 10, every=10) if r] == [False] * 8
+    assert again.restarts == []
+
+
+def test_a_new_xe_reset_restarts_even_while_tokens_flow(tmp_path):
+    box = Box([metrics(1, 10), metrics(1, 20)], kernel=[[], HANG])
+    reports = box.run(box.watch(tmp_path), 2, every=10)
+    assert reports[0] is None and reports[1]["state"] == "xe_event" and reports[1]["restarted"]
+    assert reports[1]["xe_events"]["engine_reset"] == 2
+
+
+def test_silence_is_reported_once_and_left_to_systemd(tmp_path):
+    gone = urllib.error.URLError(ConnectionRefusedError(111, "Connection refused"))
+    box = Box([gone] * 8 + [metrics(0, 0)])
+    reports = box.run(box.watch(tmp_path, unreachable_after=3), 9, every=10)
+    assert [r["state"] if r else None for r in reports] == [None, None, "unreachable", *[None] * 6]
+    assert not reports[2]["restarted"] and "not answering for 3 look(s)" in reports[2]["detail"]
+    assert box.restarts == []
