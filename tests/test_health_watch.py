@@ -64,7 +64,7 @@ class Box:
 
 def test_a_stall_takes_evidence_restarts_and_reports(tmp_path):
     box = Box([metrics(4, 100)] + [metrics(4, 5120)] * 5 + [metrics(0, 0)])
-    watch = box.watch(tmp_path, stall_seconds=30, interval=10)
+    watch = box.watch(tmp_path, stall_seconds=30)
     reports = box.run(watch, 7, every=10)
     assert [r["state"] if r else None for r in reports] == [None, None, None, None, "stall", None, None]
     stall = reports[4]
@@ -77,7 +77,7 @@ def test_a_stall_takes_evidence_restarts_and_reports(tmp_path):
 
 def test_a_stall_that_outlives_its_restarts_is_left_to_a_person_not_looped(tmp_path):
     box = Box([metrics(2, 7)] * 200)
-    watch = box.watch(tmp_path, stall_seconds=20, interval=10, max_restarts_per_hour=2, min_interval=60)
+    watch = box.watch(tmp_path, stall_seconds=20, max_restarts_per_hour=2, min_interval=60)
     reports = [r for r in box.run(watch, 200, every=10) if r]
     assert len(box.restarts) == 2 and box.restarts[1] - box.restarts[0] >= 60
     refused = [r for r in reports if not r["restarted"]]

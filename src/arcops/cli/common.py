@@ -4,7 +4,11 @@ the parser class that says usage errors in one line."""
 from __future__ import annotations
 
 import argparse
+import io
+from collections.abc import Iterator
+from contextlib import contextmanager
 
+from ..common.inputs import open_input
 from ..common.sysroot import SysRoot
 
 
@@ -16,6 +20,13 @@ def read_root(args: argparse.Namespace) -> SysRoot:
     root = SysRoot(args.root)
     root.check()
     return root
+
+
+@contextmanager
+def kernel_log(path: str) -> Iterator[io.TextIOWrapper]:
+    """A kernel log file's lines as text, streamed (undecodable bytes replaced)."""
+    with open_input(path, "kernel log") as raw:
+        yield io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
 
 
 class Parser(argparse.ArgumentParser):

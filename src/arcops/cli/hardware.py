@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import io
 import sys
 
 from ..box import drm_memory, facts, firmware, journal
 from ..box.pcie import PCI_DEVICES
-from ..common.inputs import open_input
 from ..common.report import print_json, print_table
-from .common import read_root, with_root
+from .common import kernel_log, read_root, with_root
 
 GPU_COLUMNS = [
     "address",
@@ -113,8 +111,8 @@ def _cmd_firmware_version(args: argparse.Namespace) -> int:
 def _cmd_guc_loaded(args: argparse.Namespace) -> int:
     """GuC versions the driver loaded, from a kernel log file or this boot's journal."""
     if args.journal_file:
-        with open_input(args.journal_file, "kernel log") as raw:  # streamed: logs can be large
-            loads = firmware.loaded_from_journal(io.TextIOWrapper(raw, encoding="utf-8", errors="replace"))
+        with kernel_log(args.journal_file) as lines:  # streamed: logs can be large
+            loads = firmware.loaded_from_journal(lines)
     else:
         loads = firmware.loaded_from_journal(journal.kernel_lines())
     rows = [vars(fw) for fw in loads.values()]

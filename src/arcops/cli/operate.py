@@ -4,25 +4,23 @@ collector), and a diagnostics bundle."""
 from __future__ import annotations
 
 import argparse
-import io
 import time
 from pathlib import Path
 
 from ..box import facts, journal
-from ..common.inputs import open_input
 from ..common.outputs import output_file, write_atomic
 from ..common.report import print_json, print_table
 from ..operate import diag, metrics
 from ..stages.records import FACT_DIR
 from ..stages.status import read_records
-from .common import read_root
+from .common import kernel_log, one_line, read_root
 
 
 def _kernel_lines(args: argparse.Namespace) -> list[str] | None:
     """This boot's kernel lines: the file given, the journal on the box itself, else None."""
     if args.journal_file:
-        with open_input(args.journal_file, "kernel log") as raw:
-            return list(io.TextIOWrapper(raw, encoding="utf-8", errors="replace"))
+        with kernel_log(args.journal_file) as lines:
+            return list(lines)
     if args.root != "/":
         return None  # a fixture tree has no journal of its own
     try:
@@ -70,7 +68,7 @@ def _cmd_diag(args: argparse.Namespace) -> int:
             "result": e["result"],
             "seconds": e["seconds"],
             "bytes": e["bytes"],
-            "note": e["note"][:60],
+            "note": one_line(e["note"])[:60] if e["note"] else "",  # stderr's end: one table line
         }
         for e in manifest["entries"]
     ]

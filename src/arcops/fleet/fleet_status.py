@@ -8,14 +8,12 @@ target release and the wave, and prints the table.
 from __future__ import annotations
 
 import io
-import json
-import os
 from typing import Any
 
 from ..box import xe_events
-from ..common.inputs import InputError, read_text
+from ..common.inputs import InputError
 from ..common.report import print_table
-from ..stages.status import read_records
+from ..stages.status import read_records, read_start_report
 from . import waves
 
 COLUMNS = [
@@ -33,13 +31,12 @@ def last_start(report_dir: Any) -> dict | None:
     """The watchdog's latest report (result, exit code, attempts), or None when there is none."""
     if not isinstance(report_dir, str) or not report_dir:
         return None
-    path = os.path.join(report_dir, "latest.json")
-    if not os.path.exists(path):
-        return None
     try:
-        report = json.loads(read_text(path, "start report", limit=16 * 2**20))
+        report = read_start_report(report_dir)
     except (InputError, ValueError) as e:
         return {"result": f"unreadable ({' '.join(str(e).split())})"}
+    if report is None:
+        return None
     report = _dict(report)
     return {"result": report.get("result"), "exit_code": report.get("exit_code")}
 

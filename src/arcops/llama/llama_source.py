@@ -296,12 +296,7 @@ def routed(root: Path | str) -> list[str]:
 
 def _leftovers(root: Path, texts: dict[Path, str]) -> list[Site]:
     """Device allocations outside upstream's allocator: what its Level Zero path does not cover."""
-    return [
-        s
-        for src, text in texts.items()
-        for s in _rewrite(str(src.relative_to(root)), text, strict=False, keep_upstream=True)[1]
-        if s.kind == "alloc"
-    ]
+    return [s for s in _rewrite_all(root, texts, strict=False, keep_upstream=True)[1] if s.kind == "alloc"]
 
 
 def inspect(root: Path | str, leftovers: bool = True) -> tuple[Result, dict[Path, str]]:
@@ -327,12 +322,13 @@ def inspect(root: Path | str, leftovers: bool = True) -> tuple[Result, dict[Path
     # Calls rewritten by an earlier, interrupted run: the change must still be completed.
     earlier = any("arcops_ze_malloc_device(" in text for text in texts.values())
     if evidence:
-        left = _leftovers(root, texts)
+        # One rewrite: its allocation sites are the leftovers, whether or not they are routed.
+        writes, sites = _rewrite_all(root, texts, strict=False, keep_upstream=True)
+        left = [s for s in sites if s.kind == "alloc"]
         unrouted = [f"{s.file}:{s.line}: {s.before}" for s in left]
         if not leftovers or not (left or earlier):
             return Result("upstream", False, options, evidence=evidence, unrouted=unrouted), {}
         # Forms the change cannot rewrite stay listed; upstream's build does not depend on them.
-        writes, sites = _rewrite_all(root, texts, strict=False, keep_upstream=True)
         unrouted = [f"{s.file}:{s.line}: {s.before}" for s in sites if not s.after]
         sites = [s for s in sites if s.after]
         if not any(s.kind == "alloc" for s in sites) and not earlier:

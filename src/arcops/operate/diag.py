@@ -36,6 +36,7 @@ from pathlib import Path
 
 from ..box import drm_memory, facts, xe_events
 from ..common.sysroot import SysRoot
+from ..common.times import utc_iso, utc_stamp
 from ..stages.records import FACT_DIR, STATE_ROOT
 from ..stages.status import read_records
 from ..vllm import evidence
@@ -225,15 +226,14 @@ def collect(
     found, skipped = drm_memory.clients(root)
     memory = {"cards": drm_memory.per_card(found), "unreadable_processes": skipped}
     bundle.add(Entry("arcops/gpu-memory.json", "arcops gpu-memory", "ok"), _json(memory))
-    boots = {}
-    for boot in ("this-boot", "previous-boot"):
-        text = outputs.get(f"journal/kernel-{boot}.log")
-        boots[boot] = None if text is None else xe_events.count(text.splitlines())
+    journals = {
+        boot: None if (text := outputs.get(f"journal/kernel-{boot}.log")) is None else text.splitlines()
+        for boot in ("this-boot", "previous-boot")
+    }
+    boots = {boot: None if lines is None else xe_events.count(lines) for boot, lines in journals.items()}
     bundle.add(Entry("arcops/xe-events.json", "xe events per card (from the journals)", "ok"), _json(boots))
-    this_boot = outputs.get("journal/kernel-this-boot.log")
-    lines = None if this_boot is None else this_boot.splitlines()
     report = metrics.last_start_report(root, vllm.get("report_dir"))
-    text = metrics.render(metrics.collect(records, box, report, lines, now))
+    text = metrics.render(metrics.collect(records, box, report, journals["this-boot"], now))
     bundle.add(Entry("arcops/metrics.prom", "arcops metrics", "ok"), text)
 
     add_files(bundle, root, FILE_GLOBS)
@@ -248,10 +248,10 @@ def collect(
 def write(bundle: Bundle, output: Path, now: float | None = None) -> dict:
     """The tar.gz, written beside and renamed; its manifest (also inside, first)."""
     now = time.time() if now is None else now
-    top = f"arcops-diag-{platform.node() or 'box'}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(now))}"
+    top = f"arcops-diag-{platform.node() or 'box'}-{utc_stamp(now)}"
     manifest = {
         "format": 1,
-        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+        "created_at": utc_iso(now),
         "redactions": bundle.redactor.count,
         "entries": [asdict(e) for e in bundle.entries],
     }

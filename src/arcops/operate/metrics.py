@@ -188,19 +188,15 @@ def render(families: list[Family]) -> str:
 
 
 def last_start_report(root, report_dir: Any) -> dict | None:
-    """The watchdog's latest.json under report_dir (as root sees it), or None when there is none
-    or it cannot be read as a report (a metric then says nothing, never a wrong figure)."""
-    import json
-
-    from ..common.inputs import InputError, read_text
+    """The watchdog's latest start report under report_dir (as root sees it), or None when there
+    is none or it cannot be read as a report (a metric then says nothing, never a wrong figure)."""
+    from ..common.inputs import InputError
+    from ..stages.status import read_start_report
 
     if not isinstance(report_dir, str) or not report_dir.startswith("/"):
         return None
-    path = root.path(f"{report_dir.rstrip('/')}/latest.json")
-    if not path.exists():
-        return None
     try:
-        report = json.loads(read_text(path, "start report", limit=16 * 2**20))
+        report = read_start_report(root.path(report_dir))
     except (InputError, ValueError):
         return None
     return report if isinstance(report, dict) else None

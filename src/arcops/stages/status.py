@@ -36,6 +36,20 @@ def read_records(fact_dir: str | Path = FACT_DIR) -> dict[str, Any]:
     return out
 
 
+# The watchdog's newest start report in its report folder (arcops.vllm.watchdog writes it).
+START_REPORT = "latest.json"
+_START_REPORT_MAX = 16 * 2**20
+
+
+def read_start_report(report_dir: str | Path) -> Any:
+    """The parsed latest start report under report_dir, None when there is none; InputError or
+    ValueError (not JSON) when it cannot be read. Status, fleet status and metrics read it so."""
+    path = Path(report_dir) / START_REPORT
+    if not path.exists():
+        return None
+    return json.loads(read_text(path, "start report", limit=_START_REPORT_MAX))
+
+
 def _get(record: Any, *keys: str) -> Any:
     for key in keys:
         record = record.get(key) if isinstance(record, dict) else None

@@ -1,6 +1,6 @@
-"""The watch after start-up: every interval, one look at vLLM's /metrics and the kernel lines
-since the last look (arcops.vllm.health judges), and on a stall or a new xe event: evidence
-first, then a restart when the policy allows, and a health report either way.
+"""The watch after start-up: at each look (the caller sets the pace), vLLM's /metrics and the
+kernel lines since the last look (arcops.vllm.health judges), and on a stall or a new xe event:
+evidence first, then a restart when the policy allows, and a health report either way.
 
 Everything it touches comes in as a callable (fetch, new kernel lines, evidence, restart, clocks),
 so the loop is tested as it runs; the service that wires it to the box's journal, engine and
@@ -17,11 +17,11 @@ import time
 import urllib.error
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from ..box import xe_events
 from ..common.outputs import write_atomic
+from ..common.times import utc_iso, utc_stamp
 from . import health, serving_metrics
 
 HANG_KINDS = (xe_events.ENGINE_RESET, xe_events.TIMEDOUT_JOB)
@@ -32,15 +32,10 @@ LATEST = "health-latest.json"
 @dataclass(frozen=True)
 class Options:
     stall_seconds: float = 300.0
-    interval: float = 10.0
     max_restarts_per_hour: int = 3
     min_interval: float = 600.0
     # Looks in a row without an answer before it is reported (a restart by systemd is no stall).
     unreachable_after: int = 6
-
-
-def _stamp(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
 class HealthWatch:
@@ -79,7 +74,7 @@ class HealthWatch:
 
     def _report(self, report: dict) -> Path:
         self.report_dir.mkdir(parents=True, exist_ok=True)
-        path = self.report_dir / f"health-{_stamp(report['at_epoch'])}-{report['state']}.json"
+        path = self.report_dir / f"health-{utc_stamp(report['at_epoch'])}-{report['state']}.json"
         text = json.dumps(report, indent=1, sort_keys=True) + "\n"
         write_atomic(path, text)
         write_atomic(self.report_dir / LATEST, text)
@@ -116,7 +111,7 @@ class HealthWatch:
             if verdict.state == "ok":
                 return None
         report = {
-            "at": datetime.fromtimestamp(now_wall, UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "at": utc_iso(now_wall),
             "at_epoch": now_wall,
             **asdict(verdict),
             "reading": None if r is None else asdict(r),
@@ -125,7 +120,7 @@ class HealthWatch:
             "restarted": False,
         }
         if verdict.restart:
-            report["evidence"] = self.evidence(self.report_dir / f"health-{_stamp(now_wall)}")
+            report["evidence"] = self.evidence(self.report_dir / f"health-{utc_stamp(now_wall)}")
             self.restart()
             self.policy.record(now_wall)
             write_atomic(self.report_dir / RESTARTS_FILE, json.dumps(self.policy.history) + "\n")

@@ -43,12 +43,12 @@ import socket
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from ..box import journal, xe_events
 from ..common.inputs import InputError, read_text
 from ..common.sysroot import SysRoot
+from ..common.times import utc_iso, utc_stamp
 from .docker_api import DockerError, parse_timestamp
 from .evidence import python_stacks, take_devcoredumps
 from .startlog import READY_TEXT, kv_cache_tokens
@@ -107,10 +107,6 @@ def sd_notify(state: str, environ: dict | None = None) -> bool:
     return True
 
 
-def _iso(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 def _write_json_atomic(path: Path, data: dict) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
@@ -167,11 +163,11 @@ class Watchdog:
         self.events = WatchEvents(clock)
         self._stop_signal: int | None = None
         self.started = self.clock()
-        self.stamp = datetime.fromtimestamp(self.started, UTC).strftime("%Y%m%dT%H%M%SZ")
+        self.stamp = utc_stamp(self.started)
         self.report: dict = {
             "spec_hash": spec.get("spec_hash"),
             "container": self.name,
-            "started_at": _iso(self.started),
+            "started_at": utc_iso(self.started),
             "caches_cold": None,
             "result": None,
             "exit_code": None,
@@ -250,7 +246,7 @@ class Watchdog:
         first = ready
         if marker is not None and cold:
             try:
-                marker.write_text(f"{_iso(self.clock())} {self.name}\n", encoding="utf-8")
+                marker.write_text(f"{utc_iso(self.clock())} {self.name}\n", encoding="utf-8")
             except OSError as e:
                 self._say(f"cannot write the warm-cache marker {marker}: {e.strerror}")
         if self.options.warm_restart and cold:
@@ -321,7 +317,7 @@ class Watchdog:
         follower = self.journal_factory()
         self.events.on_close(follower)
         t0 = self.clock()
-        attempt["started_at"] = _iso(t0)
+        attempt["started_at"] = utc_iso(t0)
         self.engine.start(self.name)
         self.events.journal(n, follower)
         self.events.logs(n, self.engine.logs(self.name, since=t0, follow=True))
