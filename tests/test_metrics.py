@@ -74,6 +74,11 @@ def box(tmp_path: Path) -> Path:
         ],
     }
     (starts / "latest.json").write_text(json.dumps(report))
+    # The health watch's: one restart over an hour ago, two within it; its last report refused one.
+    now = time.time()
+    (starts / "health-restarts.json").write_text(json.dumps([now - 7200, now - 1800, now - 600]))
+    latest = {"state": "stall", "at_epoch": 1796295600.5, "restarted": False, "why_not": "2 restart(s)"}
+    (starts / "health-latest.json").write_text(json.dumps(latest))
     return root
 
 
@@ -108,6 +113,8 @@ def test_the_box_state_as_metrics(tmp_path, capsys):
     assert got["arcops_vllm_kv_cache_tokens"] == 680000  # the last ready attempt's
     assert got["arcops_vllm_start_timestamp_seconds"] == 1796292000
     assert got["arcops_verify_passed"] == 1
+    assert got["arcops_vllm_health_restarts_last_hour"] == 2
+    assert got['arcops_vllm_health_report_timestamp_seconds{state="stall",restarted="false"}'] == 1796295600.5
     assert got['arcops_gate_right{service="vllm_service"}'] == 10
     assert got['arcops_bench_decode_tokens_per_second{service="vllm_service",streams="4"}'] == 230
     for family in {k.split("{")[0] for k in got}:

@@ -50,6 +50,12 @@ VLLM = {
     "vllm_service_py_spy_wheel": {"url": "https://files.example/py_spy-0.4.1.whl", "sha256": SHA},
     "vllm_service_watchdog_attempts": 3,
     "vllm_service_watchdog_start_timeout": 900,
+    "vllm_service_health_interval": "15",  # as Ansible templates them
+    "vllm_service_health_stall_seconds": "300",
+    "vllm_service_health_max_restarts_per_hour": "3",
+    "vllm_service_health_min_interval": "0",
+    "vllm_service_metrics_dir": "/var/lib/prometheus/node-exporter",
+    "vllm_service_metrics_interval": "60",
 }
 
 
@@ -99,6 +105,24 @@ def test_good_inputs_pass():
                 "vllm_service_watchdog_start_timeout must be at least 60 seconds",
             ],
         ),
+        (
+            {
+                "vllm_service_health_interval": "30",
+                "vllm_service_health_stall_seconds": "20",
+                "vllm_service_health_max_restarts_per_hour": "0",
+                "vllm_service_health_min_interval": "-1",
+                "vllm_service_metrics_dir": "relative/dir",
+                "vllm_service_metrics_interval": "1",
+            },
+            [
+                "vllm_service_health_stall_seconds must be at least vllm_service_health_interval",
+                "vllm_service_health_max_restarts_per_hour must be 1 to 60",
+                "vllm_service_health_min_interval must be 0 or more seconds",
+                "vllm_service_metrics_dir must be an absolute path without spaces",
+                "vllm_service_metrics_interval must be at least 10 seconds",
+            ],
+        ),
+        ({"vllm_service_health_interval": "0"}, ["vllm_service_health_interval must be at least 1 second"]),
     ],
 )
 def test_vllm_service_names_every_problem(over, expected):

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from arcops.vllm import health, serving_metrics
+
 from .conftest import REPO
 
 STANDIN = REPO / "images" / "vllm-standin" / "vllm_standin.py"
@@ -395,12 +397,67 @@ def test_its_metrics_count_requests_in_flight_as_vllm_s_do(start, engine):
     # Long enough to be running still when the metrics are read, however fast the engine is.
     body = gate.request_body("m", {}, [{"role": "user", "content": "Count to fifty."}], 1500)
     chunks = Endpoint(url, key).stream_chat({**body, "ignore_eos": True})
-    next(chunks)
+    first = next(chunks)
     busy = drain.requests_in_flight(drain.fetch_metrics(url))
-    list(chunks)
+    streamed = sum(
+        bool((c.get("choices") or [{}])[0].get("delta", {}).get("content")) for c in [first, *chunks]
+    )
     assert idle == {"vllm:num_requests_running": 0.0, "vllm:num_requests_waiting": 0.0}
     assert busy["vllm:num_requests_running"] == 1.0
     assert drain.wait(url, timeout=10, poll=0.1)["drained"] is True
+    # The generation token counter the health watch reads: a token per streamed event, then what
+    # an answer's usage says it generated.
+    after_stream = health.reading(serving_metrics.fetch(url), 0).generated
+    answer = Endpoint(url, key).chat({**gate.request_body("m", {}, [{"role": "user", "content": "Hi"}], 8)})
+    after = health.reading(serving_metrics.fetch(url), 1).generated
+    assert after_stream == streamed and after - after_stream == answer["usage"]["completion_tokens"] > 0
+
+
+def test_plan_stall_runs_requests_that_never_generate_and_the_health_watch_sees_it(start, tmp_path):
+    """The field report's stall, as /metrics shows it: a request running, the generation counter
+    flat. The health watch (real HTTP, real clock) calls it a stall and restarts; SIGTERM still
+    ends the server, and the stalled request with it."""
+    from arcops.vllm import health_watch
+
+    run = start([MODEL, "--served-model-name", "m"], plan="stall\n")
+    run.wait_for("Application startup complete.")
+    url = f"http://127.0.0.1:{run.port}"
+    answered: list[int] = []
+
+    def ask() -> None:
+        body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "Hi"}]}).encode()
+        request = urllib.request.Request(
+            f"{url}/v1/chat/completions", body, {"Content-Type": "application/json"}
+        )
+        try:
+            with HTTP.open(request, timeout=60) as response:
+                answered.append(response.status)
+        except urllib.error.HTTPError as err:
+            answered.append(err.code)
+
+    asker = threading.Thread(target=ask, daemon=True)
+    asker.start()
+    restarts: list[int] = []
+    watch = health_watch.HealthWatch(
+        url,
+        tmp_path / "reports",
+        health_watch.Options(stall_seconds=1.0, max_restarts_per_hour=1, min_interval=0),
+        new_kernel_lines=list,
+        evidence=lambda where: {"dir": str(where)},
+        restart=lambda: restarts.append(1),
+    )
+    deadline = time.monotonic() + 20
+    reports = []
+    while not reports and time.monotonic() < deadline:
+        reports = [r for r in [watch.step()] if r]
+        time.sleep(0.3)
+    (report,) = reports
+    assert report["state"] == "stall" and report["restarted"] and restarts == [1]
+    assert report["reading"]["running"] == 1 and report["reading"]["generated"] == 0
+    run.proc.send_signal(signal.SIGTERM)
+    assert run.exit_code() == 0
+    asker.join(10)
+    assert answered == [504]
 
 
 def test_plan_wrong_answers_reversed_text(start, engine):

@@ -6,7 +6,8 @@ machines. This entrypoint (python3 stdlib only) takes the same argv (first posit
 then vLLM flags, recorded but not interpreted except -tp/--tensor-parallel-size and
 --served-model-name), prints vLLM's start-up lines on stdout/stderr in vLLM's formats, spawns one
 python3 worker per tensor-parallel rank (multiprocessing "spawn", so py-spy can dump each one),
-serves /health, /v1/models and /metrics (vLLM's request gauges, open without the API key) on
+serves /health, /v1/models and /metrics (vLLM's request gauges and generation token counter,
+open without the API key) on
 port 8000 and exits like vLLM does.
 
 Each start pops the first line of the plan file <cache>/arcops-standin-plan (missing or empty:
@@ -18,6 +19,9 @@ ready):
     crash     a worker raises RuntimeError while loading weights; exit 1
     wrong     like ready, but every answer's text comes back reversed (a server that looks
               healthy and answers garbage: what the verify gate exists to catch)
+    stall     like ready, but every completion request hangs once it runs: /metrics shows it
+              running while the generation token counter stays flat (the field report's
+              stall before shm_broadcast timed out); SIGTERM still exits 0
 A worker that dies after start-up takes the server down too (exit 1); bad argv or plan: exit 2.
 
 Answers: with ARCOPS_STANDIN_ENGINE=http://HOST:PORT (a real OpenAI-compatible server: the
@@ -242,7 +246,7 @@ def pop_plan(cache: Path) -> str:
 
 
 def parse_mode(mode: str) -> tuple[str, float]:
-    if mode in ("ready", "hang", "crash", "wrong"):
+    if mode in ("ready", "hang", "crash", "wrong", "stall"):
         return mode, 0.0
     name, _, seconds = mode.partition(":")
     if name == "slow":
@@ -251,7 +255,7 @@ def parse_mode(mode: str) -> tuple[str, float]:
                 return name, float(seconds)
         except ValueError:
             pass
-    raise UsageError(f"unknown plan mode {mode!r} (ready, hang, crash, wrong, slow:SECONDS)")
+    raise UsageError(f"unknown plan mode {mode!r} (ready, hang, crash, wrong, stall, slow:SECONDS)")
 
 
 # ---------------------------------------------------------------- worker processes
@@ -358,6 +362,7 @@ def worker_main(rank: int, world: int, model: str, mode: str, step: float, cache
 
 ENGINE_ENV = "ARCOPS_STANDIN_ENGINE"
 ENGINE_ROUTES = ("/v1/chat/completions", "/v1/completions", "/tokenize")
+STALL_ROUTES = ("/v1/chat/completions", "/v1/completions")  # the ones that generate
 
 
 def _reverse_texts(answer: object) -> None:
@@ -386,16 +391,43 @@ def _mangled_event(line: bytes) -> bytes:
 
 
 def _metrics(state: dict) -> str:
-    """vLLM's request gauges in its Prometheus text (one engine, the served model's name)."""
+    """vLLM's request gauges and generation token counter in its Prometheus text (one engine, the
+    served model's name; prometheus_client names a counter's sample <family>_total)."""
     name = state["models"][0]["id"] if state["models"] else ""
     labels = f'engine="0",model_name="{name}"'
     out = []
-    for gauge, value, what in (
-        ("vllm:num_requests_running", state["running"], "Number of requests in model execution batches."),
-        ("vllm:num_requests_waiting", 0, "Number of requests waiting to be processed."),
+    for family, kind, value, what in (
+        (
+            "vllm:num_requests_running",
+            "gauge",
+            state["running"],
+            "Number of requests in model execution batches.",
+        ),
+        ("vllm:num_requests_waiting", "gauge", 0, "Number of requests waiting to be processed."),
+        ("vllm:generation_tokens", "counter", state["generated"], "Number of generation tokens processed."),
     ):
-        out += [f"# HELP {gauge} {what}", f"# TYPE {gauge} gauge", f"{gauge}{{{labels}}} {float(value)}"]
+        sample = f"{family}_total" if kind == "counter" else family
+        out += [f"# HELP {family} {what}", f"# TYPE {family} {kind}", f"{sample}{{{labels}}} {float(value)}"]
     return "\n".join(out) + "\n"
+
+
+def _generated(data: bytes, event: bool = False) -> int:
+    """Tokens an engine's answer says it generated (usage's completion_tokens), or for one EVENT
+    of a stream, one per choice with text (a stream's usage event repeats what was counted)."""
+    try:
+        answer = json.loads(data)
+    except ValueError:
+        return 0
+    if not isinstance(answer, dict):
+        return 0
+    usage = answer.get("usage")
+    if not event and isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
+        return usage["completion_tokens"]
+    count = 0
+    for choice in answer.get("choices") or []:
+        part = (choice.get("delta") or choice) if isinstance(choice, dict) else {}
+        count += bool(isinstance(part, dict) and (part.get("content") or part.get("text")))
+    return count
 
 
 def _post(engine: dict, path: str, body: dict) -> dict | None:
@@ -482,6 +514,15 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         if path.startswith("/v1/") and state["api_key"] and not self._authorized(state["api_key"]):
             return self._json(HTTPStatus.UNAUTHORIZED, {"error": "Unauthorized"})
+        if state["stall"] and path in STALL_ROUTES:
+            with state["lock"]:
+                state["running"] += 1
+            try:  # running, and never a token: until the server stops (a daemon thread ends with it)
+                state["stop"].wait(3600)
+                return self._json(HTTPStatus.GATEWAY_TIMEOUT, {"detail": "stalled"})
+            finally:
+                with state["lock"]:
+                    state["running"] -= 1
         engine = state.get("engine")
         if engine is None or path not in ENGINE_ROUTES:
             return self._json(HTTPStatus.NOT_FOUND, {"detail": "Not Found"})
@@ -498,13 +539,22 @@ class Handler(BaseHTTPRequestHandler):
         with state["lock"]:
             state["running"] += 1
         try:
-            self._forward(engine, path, json.dumps(request).encode(), state["wrong"])
+            self._forward(engine, path, json.dumps(request).encode(), state)
         finally:
             with state["lock"]:
                 state["running"] -= 1
 
-    def _forward(self, engine: dict, path: str, body: bytes, wrong: bool) -> None:
-        """The engine's answer, streamed through as it comes (text reversed when wrong)."""
+    def _forward(self, engine: dict, path: str, body: bytes, state: dict) -> None:
+        """The engine's answer, streamed through as it comes (text reversed when wrong), its
+        tokens counted as they pass."""
+        wrong = state["wrong"]
+
+        def count(data: bytes, event: bool = False) -> None:
+            n = _generated(data, event)
+            if n:
+                with state["lock"]:
+                    state["generated"] += n
+
         conn = http.client.HTTPConnection(engine["host"], engine["port"], timeout=600)
         try:
             conn.request("POST", path, body, {"Content-Type": "application/json"})
@@ -512,12 +562,16 @@ class Handler(BaseHTTPRequestHandler):
             kind = answer.getheader("Content-Type", "application/json")
             if not kind.startswith("text/event-stream"):
                 data = answer.read()
+                if answer.status == 200 and path != "/tokenize":
+                    count(data)
                 return self._send(HTTPStatus(answer.status), _mangled(data) if wrong else data, kind)
             self.send_response(answer.status)
             self.send_header("Content-Type", kind)
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             for line in answer:
+                if line.startswith(b"data: ") and line.strip() != b"data: [DONE]":
+                    count(line[6:].strip(), event=True)
                 line = _mangled_event(line) if wrong else line
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
                 self.wfile.flush()
@@ -738,7 +792,10 @@ class Standin:
             "info": info,
             "engine": engine,
             "wrong": mode == "wrong",
+            "stall": mode == "stall",
+            "stop": threading.Event(),  # set at shutdown: a stalled request ends with the server
             "running": 0,  # requests being answered now (vllm:num_requests_running)
+            "generated": 0,  # tokens the engine answered (vllm:generation_tokens_total)
             "lock": threading.Lock(),
         }
 
@@ -778,6 +835,8 @@ class Standin:
                 proc.join()
 
     def shutdown(self) -> None:
+        if self.server is not None and getattr(self.server, "state", None):
+            self.server.state["stop"].set()  # stalled requests answer and end
         if self.serving:
             self.api.uvicorn("Shutting down")
             self.server.shutdown()

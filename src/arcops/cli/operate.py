@@ -42,6 +42,7 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
         metrics.last_start_report(root, report_dir),
         _kernel_lines(args),
         time.time(),
+        metrics.health_files(root, report_dir),
     )
     text = metrics.render(families)
     if args.output:

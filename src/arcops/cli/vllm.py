@@ -99,6 +99,94 @@ def _cmd_watchdog(args: argparse.Namespace) -> int:
             signal.signal(signum, handler)
 
 
+def _cmd_health_watch(args: argparse.Namespace) -> int:
+    """Watch a ready vLLM: stalls and new xe events -> evidence, a restart the policy allows, a report."""
+    import signal
+    import threading
+
+    from ..box import journal
+    from ..vllm import docker_api, health_box, health_watch, vllm_spec, watchdog
+
+    try:
+        spec = watchdog.load_spec(args.spec)
+    except watchdog.SpecError as e:
+        print(f"arcops: {e}", file=sys.stderr)
+        return 2
+    try:
+        url = vllm_spec.endpoint(spec)["url"]
+        engine = docker_api.Engine(args.docker_host)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+        print(
+            f"arcops: spec {args.spec}: no port or argv to reach vLLM at (write it with the role)",
+            file=sys.stderr,
+        )
+        return 2
+    except docker_api.DockerError as e:
+        print(f"arcops: {e}", file=sys.stderr)
+        return 2
+    options = health_watch.Options(
+        stall_seconds=args.stall_seconds,
+        max_restarts_per_hour=args.max_restarts_per_hour,
+        min_interval=args.min_interval,
+        unreachable_after=args.unreachable_after,
+    )
+    sysroot = SysRoot(args.sysfs_root)
+    try:
+        lines = health_box.KernelLines(journal.follow())
+    except journal.JournalError as e:
+        print(f"arcops: {e}", file=sys.stderr)
+        return 2
+    watch = health_watch.HealthWatch(
+        url,
+        Path(args.report_dir),
+        options,
+        new_kernel_lines=lines,
+        evidence=health_box.evidence_taker(engine, spec["name"], sysroot, args.py_spy),
+        restart=health_box.systemd_restart(args.unit),
+    )
+    stop = threading.Event()
+    handlers = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGTERM, signal.SIGINT)}
+    print(
+        f"watching {url}/metrics and the kernel journal every {args.interval:g} s while {args.unit} is up "
+        f"(stall after {args.stall_seconds:g} s; at most {args.max_restarts_per_hour} restart(s) an hour, "
+        f"{args.min_interval:g} s apart); reports -> {args.report_dir}",
+        flush=True,
+    )
+    try:
+        return health_box.run(
+            watch,
+            args.interval,
+            health_box.systemd_active(args.unit),
+            stop,
+            lambda text: print(text, flush=True),
+            args.looks,
+        )
+    finally:
+        lines.close()
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+
+
+def _box_options(p: argparse.ArgumentParser, reports: str) -> None:
+    """What the watchdog and the health watch both take: the spec, the engine, where their
+    reports go, py-spy and the root /sys and /proc are read under."""
+    p.add_argument("--spec", required=True, metavar="FILE", help="the container spec JSON the role wrote")
+    p.add_argument(
+        "--docker-host",
+        metavar="URL",
+        help="engine socket, unix:///run/docker.sock style (default: $DOCKER_HOST, else "
+        "unix:///var/run/docker.sock)",
+    )
+    p.add_argument(
+        "--report-dir",
+        default="/var/lib/arcops/vllm/starts",
+        metavar="D",
+        help=f"where {reports} go (default /var/lib/arcops/vllm/starts)",
+    )
+    p.add_argument("--py-spy", default="py-spy", metavar="PATH", help="py-spy command (default py-spy)")
+    p.add_argument("--sysfs-root", default="/", help="root to read /sys and /proc under (fixture trees)")
+
+
 def add(sub) -> None:
     p = sub.add_parser("vllm", help="the vLLM container the vllm_service role deploys")
     vsub = p.add_subparsers(dest="vllm_command", required=True, parser_class=Parser)
@@ -151,22 +239,10 @@ def add(sub) -> None:
         "  4  neither ready nor an xe event within --start-timeout (container stopped, not retried)\n"
         "A JSON report of every run goes to --report-dir as <UTC timestamp>.json and latest.json.",
     )
-    p.add_argument("--spec", required=True, metavar="FILE", help="the container spec JSON the role wrote")
-    p.add_argument(
-        "--docker-host",
-        metavar="URL",
-        help="engine socket, unix:///run/docker.sock style (default: $DOCKER_HOST, else "
-        "unix:///var/run/docker.sock)",
-    )
+    _box_options(p, "the JSON reports, stacks and devcoredumps")
     p.add_argument("--attempts", type=positive_int, default=3, help="starts at most (default 3)")
     p.add_argument(
         "--start-timeout", type=finite, default=900.0, metavar="S", help="seconds to ready (default 900)"
-    )
-    p.add_argument(
-        "--report-dir",
-        default="/var/lib/arcops/vllm/starts",
-        metavar="D",
-        help="where the JSON reports, stacks and devcoredumps go (default /var/lib/arcops/vllm/starts)",
     )
     p.add_argument(
         "--dump-settle",
@@ -175,8 +251,6 @@ def add(sub) -> None:
         metavar="S",
         help="seconds to wait after an xe event for more events and the devcoredump (default 3)",
     )
-    p.add_argument("--py-spy", default="py-spy", metavar="PATH", help="py-spy command (default py-spy)")
-    p.add_argument("--sysfs-root", default="/", help="root to read /sys and /proc under (fixture trees)")
     p.add_argument(
         "--warm-restart",
         action="store_true",
@@ -186,3 +260,46 @@ def add(sub) -> None:
         "--until-ready", action="store_true", help="exit 0 once ready, leaving the container running"
     )
     p.set_defaults(func=_cmd_watchdog)
+
+    p = vsub.add_parser(
+        "health-watch",
+        help="after start-up: on a stall or a new xe event, take evidence, restart within limits, report",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="While the vLLM unit is up, look every --interval seconds at vLLM's /metrics and the\n"
+        "kernel journal. A stall (requests running, the generation token counter flat for\n"
+        "--stall-seconds) or a new xe engine reset or timed-out job: py-spy stacks and devcoredumps\n"
+        "first, then a restart of the unit when the policy allows it (at most\n"
+        "--max-restarts-per-hour, --min-interval apart; kept across restarts of the watch), and a\n"
+        "report either way: <report-dir>/health-<UTC time>-<state>.json and health-latest.json.",
+    )
+    _box_options(p, "health reports, restarts and evidence")
+    p.add_argument("--unit", default="arcops-vllm", help="the vLLM unit to restart (default arcops-vllm)")
+    p.add_argument(
+        "--interval", type=finite, default=15.0, metavar="S", help="seconds between looks (default 15)"
+    )
+    p.add_argument(
+        "--stall-seconds",
+        type=finite,
+        default=300.0,
+        metavar="S",
+        help="requests running with no token generated this long is a stall (default 300)",
+    )
+    p.add_argument("--max-restarts-per-hour", type=positive_int, default=3, metavar="N", help="(default 3)")
+    p.add_argument(
+        "--min-interval",
+        type=seconds,
+        default=600.0,
+        metavar="S",
+        help="seconds between restarts, at least (default 600)",
+    )
+    p.add_argument(
+        "--unreachable-after",
+        type=positive_int,
+        default=6,
+        metavar="N",
+        help="looks in a row without /metrics before that is reported (default 6)",
+    )
+    p.add_argument(
+        "--looks", type=positive_int, metavar="N", help="stop after N looks (default: until a signal)"
+    )
+    p.set_defaults(func=_cmd_health_watch)

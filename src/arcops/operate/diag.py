@@ -46,7 +46,13 @@ from .redact import SECRET_PATHS, Redactor, secret_values
 TIMEOUT = 30.0
 MAX_OUTPUT = 64 * 2**20  # per command or file; more is cut, and the manifest says so
 LOG_LINES = "5000"
-UNITS = ("arcops-vllm.service", "arcops-llama-server.service", "docker.service")
+UNITS = (
+    "arcops-vllm.service",
+    "arcops-vllm-health.service",
+    "arcops-metrics.service",
+    "arcops-llama-server.service",
+    "docker.service",
+)
 
 COMMANDS: list[tuple[str, list[str]]] = [
     ("system/uname.txt", ["uname", "-a"]),

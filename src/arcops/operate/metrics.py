@@ -154,13 +154,39 @@ def _verify(verify: dict) -> list[Family]:
     return families
 
 
+def _health(restarts: list | None, latest: dict | None, now: float) -> list[Family]:
+    count = Family(
+        f"{PREFIX}vllm_health_restarts_last_hour",
+        "gauge",
+        "Restarts the health watch made in the last hour (its policy's count).",
+    )
+    last = Family(
+        f"{PREFIX}vllm_health_report_timestamp_seconds",
+        "gauge",
+        "When the health watch last reported a stall, an xe event or silence (by state, restarted).",
+    )
+    if isinstance(restarts, list):
+        count.add(sum(1 for t in restarts if _number(t) is not None and 0 <= now - t < 3600))
+    if isinstance(latest, dict) and isinstance(latest.get("state"), str):
+        restarted = "true" if latest.get("restarted") is True else "false"
+        last.add(_number(latest.get("at_epoch")), state=latest["state"], restarted=restarted)
+    return [count, last]
+
+
 def collect(
-    records: dict, facts: dict, start_report: dict | None, kernel_lines: list[str] | None, now: float
+    records: dict,
+    facts: dict,
+    start_report: dict | None,
+    kernel_lines: list[str] | None,
+    now: float,
+    health: tuple[list | None, dict | None] = (None, None),
 ) -> list[Family]:
     """Every family, from the records (as arcops.stages.status.read_records), the facts
-    (arcops.box.facts.collect), the last start report, this boot's kernel lines (None: unreadable)."""
+    (arcops.box.facts.collect), the last start report, this boot's kernel lines (None: unreadable)
+    and the health watch's (restart times, latest report)."""
     records = {k: v for k, v in records.items() if isinstance(v, dict)}
     families = [_stack(records, facts), *_gpus(facts, kernel_lines), *_start(start_report)]
+    families += _health(*health, now)
     families += _verify(_dict(records.get("verify")))
     stamp = Family(f"{PREFIX}metrics_timestamp_seconds", "gauge", "When these metrics were written.")
     stamp.add(now)
@@ -200,3 +226,22 @@ def last_start_report(root, report_dir: Any) -> dict | None:
     except (InputError, ValueError):
         return None
     return report if isinstance(report, dict) else None
+
+
+def health_files(root, report_dir: Any) -> tuple[list | None, dict | None]:
+    """The health watch's restart times and latest report under report_dir (None for each that
+    is missing or unreadable)."""
+    import json
+
+    from ..vllm.health_watch import LATEST, RESTARTS_FILE
+
+    if not isinstance(report_dir, str) or not report_dir.startswith("/"):
+        return None, None
+    found: list = []
+    for name in (RESTARTS_FILE, LATEST):
+        try:
+            found.append(json.loads(root.path(f"{report_dir}/{name}").read_text(encoding="utf-8")))
+        except (OSError, ValueError, RecursionError):
+            found.append(None)
+    restarts, latest = found
+    return (restarts if isinstance(restarts, list) else None, latest if isinstance(latest, dict) else None)

@@ -196,6 +196,27 @@ def vllm_service_image(v: dict) -> list[str]:
     ]
 
 
+def _health_and_metrics(v: dict) -> list[str]:
+    """The health watch's pace and restart limits, the metrics' folder and pace."""
+    out = []
+    interval = _number(v.get("vllm_service_health_interval"), int) or 0
+    if interval < 1:
+        out.append("vllm_service_health_interval must be at least 1 second")
+    if (_number(v.get("vllm_service_health_stall_seconds"), int) or 0) < max(interval, 1):
+        out.append("vllm_service_health_stall_seconds must be at least vllm_service_health_interval")
+    if not 1 <= (_number(v.get("vllm_service_health_max_restarts_per_hour"), int) or 0) <= 60:
+        out.append("vllm_service_health_max_restarts_per_hour must be 1 to 60")
+    min_interval = _number(v.get("vllm_service_health_min_interval"), int)
+    if min_interval is None or min_interval < 0:
+        out.append("vllm_service_health_min_interval must be 0 or more seconds")
+    folder = v.get("vllm_service_metrics_dir")
+    if not (isinstance(folder, str) and folder.startswith("/") and "\n" not in folder and " " not in folder):
+        out.append("vllm_service_metrics_dir must be an absolute path without spaces")
+    if (_number(v.get("vllm_service_metrics_interval"), int) or 0) < 10:
+        out.append("vllm_service_metrics_interval must be at least 10 seconds")
+    return out
+
+
 def vllm_service(v: dict) -> list[str]:
     """The engine pin, the pinned files (engine key, image archive, py-spy wheel), the image's
     digest when pulled, the watchdog. The container's settings are arcops.vllm.vllm_spec's."""
@@ -217,6 +238,7 @@ def vllm_service(v: dict) -> list[str]:
         out.append("vllm_service_watchdog_attempts must be 1 to 10")
     if (_number(v.get("vllm_service_watchdog_start_timeout"), int) or 0) < 60:
         out.append("vllm_service_watchdog_start_timeout must be at least 60 seconds")
+    out += _health_and_metrics(v)
     if out:
         return out
     return [problem for name in pinned for problem in local_file(v.get(name))]

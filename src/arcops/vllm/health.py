@@ -96,6 +96,10 @@ class RestartPolicy:
             )
         return True, "allowed"
 
+    def exhausted(self, now: float) -> bool:
+        """Whether the hour's restarts are used up (a refusal that lasts, not a pause)."""
+        return sum(1 for t in self.history if 0 <= now - t < HOUR) >= self.max_per_hour
+
     def record(self, now: float) -> None:
         self.history = [t for t in self.history if 0 <= now - t < HOUR] + [now]
 

@@ -25,6 +25,12 @@ from ..common.times import utc_iso, utc_stamp
 from . import health, serving_metrics
 
 HANG_KINDS = (xe_events.ENGINE_RESET, xe_events.TIMEDOUT_JOB)
+
+
+class RestartError(RuntimeError):
+    """The service manager refused or failed the restart (said in the report)."""
+
+
 RESTARTS_FILE = "health-restarts.json"
 LATEST = "health-latest.json"
 
@@ -64,6 +70,9 @@ class HealthWatch:
             options.max_restarts_per_hour, options.min_interval, self._history()
         )
         self.unanswered = 0
+        # The state of a refused verdict already reported: a stall the policy will not restart
+        # is reported once, not at every look, until the server is well again.
+        self.refused: tuple[str, bool] | None = None
 
     def _history(self) -> list[float]:
         try:
@@ -109,7 +118,15 @@ class HealthWatch:
         else:
             verdict = health.assess(r, self.watch, new_events, self.policy, now_wall)
             if verdict.state == "ok":
+                self.refused = None
                 return None
+        if not verdict.restart and verdict.state != "unreachable":
+            said = (verdict.state, self.policy.exhausted(now_wall))
+            if said == self.refused:
+                return None
+            self.refused = said
+        else:
+            self.refused = None
         report = {
             "at": utc_iso(now_wall),
             "at_epoch": now_wall,
@@ -118,13 +135,21 @@ class HealthWatch:
             "xe_events": found,
             "evidence": None,
             "restarted": False,
+            "restart_error": None,
         }
         if verdict.restart:
             report["evidence"] = self.evidence(self.report_dir / f"health-{utc_stamp(now_wall)}")
-            self.restart()
+            # Kept before the restart is asked for: a watch stopped by it (or dying in it) still
+            # counts it, so no crash can turn the policy into a restart loop.
             self.policy.record(now_wall)
+            self.report_dir.mkdir(parents=True, exist_ok=True)
             write_atomic(self.report_dir / RESTARTS_FILE, json.dumps(self.policy.history) + "\n")
-            report["restarted"] = True
+            try:
+                self.restart()
+            except (OSError, RestartError) as e:
+                report["restart_error"] = str(e)
+            else:
+                report["restarted"] = True
             self.watch = health.StallWatch(self.options.stall_seconds)  # a new server: a new watch
         self._report(report)
         return report
