@@ -18,7 +18,7 @@ options:
     description: The role whose rules apply.
     type: str
     required: true
-    choices: [intel_stack, llama_cpp_sycl, mainline_kernel, vllm_service, verify]
+    choices: [arcops_helpers, intel_stack, llama_cpp_sycl, mainline_kernel, vllm_service, verify]
   values:
     description: The role's variables by name (the ones its rules read).
     type: dict

@@ -54,8 +54,6 @@ VLLM = {
     "vllm_service_health_stall_seconds": "300",
     "vllm_service_health_max_restarts_per_hour": "3",
     "vllm_service_health_min_interval": "0",
-    "vllm_service_metrics_dir": "/var/lib/prometheus/node-exporter",
-    "vllm_service_metrics_interval": "60",
 }
 
 
@@ -111,15 +109,11 @@ def test_good_inputs_pass():
                 "vllm_service_health_stall_seconds": "20",
                 "vllm_service_health_max_restarts_per_hour": "0",
                 "vllm_service_health_min_interval": "-1",
-                "vllm_service_metrics_dir": "relative/dir",
-                "vllm_service_metrics_interval": "1",
             },
             [
                 "vllm_service_health_stall_seconds must be at least vllm_service_health_interval",
                 "vllm_service_health_max_restarts_per_hour must be 1 to 60",
                 "vllm_service_health_min_interval must be 0 or more seconds",
-                "vllm_service_metrics_dir must be an absolute path without spaces",
-                "vllm_service_metrics_interval must be at least 10 seconds",
             ],
         ),
         ({"vllm_service_health_interval": "0"}, ["vllm_service_health_interval must be at least 1 second"]),
@@ -351,3 +345,19 @@ def test_intel_stack_checks_the_lock_and_the_bundle_on_the_control_node(tmp_path
     )
     lock_file.write_text("{not json")
     assert role_inputs.problems("intel_stack", values)[0].startswith(f"lock {lock_file}: not JSON")
+
+
+def test_arcops_helpers_names_every_problem():
+    good = {
+        "arcops_helpers_lib": "/usr/local/lib/arcops",
+        "arcops_helpers_metrics": "True",
+        "arcops_helpers_metrics_dir": "/var/lib/prometheus/node-exporter",
+        "arcops_helpers_metrics_interval": "60",
+    }
+    assert role_inputs.problems("arcops_helpers", good) == []
+    bad = {**good, "arcops_helpers_lib": "lib", "arcops_helpers_metrics_dir": "/var/my metrics"}
+    assert role_inputs.problems("arcops_helpers", {**bad, "arcops_helpers_metrics_interval": "5"}) == [
+        "arcops_helpers_lib must be an absolute path without spaces",
+        "arcops_helpers_metrics_dir must be an absolute path without spaces",
+        "arcops_helpers_metrics_interval must be at least 10 seconds",
+    ]

@@ -22,6 +22,8 @@ KINDS: list[tuple[str, str, str]] = [
     ("intel_stack", r"GRUB|grub|boot", "kernel"),
     ("mainline_kernel", r".", "kernel"),
     ("kernel_boot", r".", "kernel"),
+    ("arcops_helpers", r"[Mm]etrics", "metrics"),
+    ("arcops_helpers", r".", "arcops helpers"),
     ("llama_cpp_sycl", r"helpers", "arcops helpers"),
     ("llama_cpp_sycl", r"oneAPI|oneapi", "oneapi"),
     ("llama_cpp_sycl", r"[Bb]uild|[Cc]lone|source|[Aa]ctivate|current", "llama.cpp build"),

@@ -196,8 +196,8 @@ def vllm_service_image(v: dict) -> list[str]:
     ]
 
 
-def _health_and_metrics(v: dict) -> list[str]:
-    """The health watch's pace and restart limits, the metrics' folder and pace."""
+def _health(v: dict) -> list[str]:
+    """The health watch's pace and restart limits."""
     out = []
     interval = _number(v.get("vllm_service_health_interval"), int) or 0
     if interval < 1:
@@ -209,11 +209,23 @@ def _health_and_metrics(v: dict) -> list[str]:
     min_interval = _number(v.get("vllm_service_health_min_interval"), int)
     if min_interval is None or min_interval < 0:
         out.append("vllm_service_health_min_interval must be 0 or more seconds")
-    folder = v.get("vllm_service_metrics_dir")
-    if not (isinstance(folder, str) and folder.startswith("/") and "\n" not in folder and " " not in folder):
-        out.append("vllm_service_metrics_dir must be an absolute path without spaces")
-    if (_number(v.get("vllm_service_metrics_interval"), int) or 0) < 10:
-        out.append("vllm_service_metrics_interval must be at least 10 seconds")
+    return out
+
+
+def _plain_path(value: Any) -> bool:
+    """An absolute path a unit file's command line takes as one word."""
+    return isinstance(value, str) and value.startswith("/") and not any(c.isspace() for c in value)
+
+
+def arcops_helpers(v: dict) -> list[str]:
+    """The helpers' folder, the metrics' folder and pace."""
+    out = []
+    if not _plain_path(v.get("arcops_helpers_lib")):
+        out.append("arcops_helpers_lib must be an absolute path without spaces")
+    if not _plain_path(v.get("arcops_helpers_metrics_dir")):
+        out.append("arcops_helpers_metrics_dir must be an absolute path without spaces")
+    if (_number(v.get("arcops_helpers_metrics_interval"), int) or 0) < 10:
+        out.append("arcops_helpers_metrics_interval must be at least 10 seconds")
     return out
 
 
@@ -238,7 +250,7 @@ def vllm_service(v: dict) -> list[str]:
         out.append("vllm_service_watchdog_attempts must be 1 to 10")
     if (_number(v.get("vllm_service_watchdog_start_timeout"), int) or 0) < 60:
         out.append("vllm_service_watchdog_start_timeout must be at least 60 seconds")
-    out += _health_and_metrics(v)
+    out += _health(v)
     if out:
         return out
     return [problem for name in pinned for problem in local_file(v.get(name))]
@@ -337,6 +349,7 @@ def verify(v: dict) -> list[str]:
 
 
 CHECKS: dict[str, Callable[[dict], list[str]]] = {
+    "arcops_helpers": arcops_helpers,
     "intel_stack": intel_stack,
     "llama_cpp_sycl": llama_cpp_sycl,
     "mainline_kernel": mainline_kernel,
