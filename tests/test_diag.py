@@ -49,6 +49,9 @@ def box(tmp_path, monkeypatch):
     starts = root / STARTS.lstrip("/")
     starts.mkdir(parents=True)
     (starts / "latest.json").write_text(json.dumps({"result": "ready", "attempts": []}))
+    # The verify stage's state: two of diag's patterns match it (every stage's state, verify's folder).
+    (root / "var/lib/arcops/verify").mkdir(parents=True)
+    (root / "var/lib/arcops/verify/state.json").write_text('{"passed": true}\n')
     (starts / "20261203T100000Z-1.stacks.txt").write_text(f"Thread 7 (idle): env VLLM_API_KEY={KEY}\n")
     hwmon = root / CARD / "hwmon" / "hwmon3"
     hwmon.mkdir(parents=True)
@@ -101,6 +104,8 @@ def test_the_bundle_has_everything_with_no_secret_in_it(box, tmp_path, capsys):
     assert stat.S_IMODE(out.stat().st_mode) == 0o600
 
     results = {e["name"]: e for e in manifest["entries"]}
+    assert len(results) == len(manifest["entries"])  # each file once
+    assert results["files/var/lib/arcops/verify/state.json"]["result"] == "ok"
     assert results["journal/kernel-this-boot.log"]["result"] == "ok"
     assert results["system/uname.txt"]["result"] == "missing"  # recorded, not fatal
     assert results["pci/intel-lspci.txt"]["result"] == "timeout"

@@ -174,11 +174,14 @@ def _is_secret(root: SysRoot, path: Path) -> bool:
 
 
 def add_files(bundle: Bundle, root: SysRoot, patterns: list[str], prefix: str = "files") -> None:
+    """Each file the patterns match, once (two patterns may match the same file)."""
+    seen: set[Path] = set()
     for pattern in patterns:
         for found in sorted(glob.glob(str(root.path(pattern)))):
             path = Path(found)
-            if not path.is_file() or _is_secret(root, path):
+            if path in seen or not path.is_file() or _is_secret(root, path):
                 continue
+            seen.add(path)
             host_path = "/" + str(path.relative_to(root.path("/")))
             name = f"{prefix}{host_path}"
             try:
