@@ -54,6 +54,9 @@ def test_every_arcops_variable_the_project_reads_is_in_the_table():
     modules = {p.stem for p in (REPO / "library").glob("arcops_*.py")}
     facts = {"arcops_" + r.name for r in (REPO / "roles").iterdir()} | {"arcops_facts"}
     missing = used - set(user_vars.USER_VARS) - user_vars.RUN_FACTS - modules - facts
+    # A role named arcops_* owns its prefix: its variables are its argument_specs' (checked there).
+    roles = [r.name for r in (REPO / "roles").iterdir() if r.name.startswith("arcops_")]
+    missing = {n for n in missing if not any(n == r or n.startswith(r + "_") for r in roles)}
     assert not missing, f"add to arcops.stages.user_vars.USER_VARS: {sorted(missing)}"
 
 
