@@ -154,7 +154,7 @@ def _verify(verify: dict) -> list[Family]:
     return families
 
 
-def _health(restarts: list | None, latest: dict | None, now: float) -> list[Family]:
+def _health(restarts: list[float] | None, latest: dict | None, now: float) -> list[Family]:
     count = Family(
         f"{PREFIX}vllm_health_restarts_last_hour",
         "gauge",
@@ -165,8 +165,10 @@ def _health(restarts: list | None, latest: dict | None, now: float) -> list[Fami
         "gauge",
         "When the health watch last reported a stall, an xe event or silence (by state, restarted).",
     )
-    if isinstance(restarts, list):
-        count.add(sum(1 for t in restarts if _number(t) is not None and 0 <= now - t < 3600))
+    if restarts is not None:
+        from ..vllm.health import within_hour  # the policy's own count
+
+        count.add(len(within_hour(restarts, now)))
     if isinstance(latest, dict) and isinstance(latest.get("state"), str):
         restarted = "true" if latest.get("restarted") is True else "false"
         last.add(_number(latest.get("at_epoch")), state=latest["state"], restarted=restarted)
@@ -179,7 +181,7 @@ def collect(
     start_report: dict | None,
     kernel_lines: list[str] | None,
     now: float,
-    health: tuple[list | None, dict | None] = (None, None),
+    health: tuple[list[float] | None, dict | None] = (None, None),
 ) -> list[Family]:
     """Every family, from the records (as arcops.stages.status.read_records), the facts
     (arcops.box.facts.collect), the last start report, this boot's kernel lines (None: unreadable)
@@ -228,20 +230,17 @@ def last_start_report(root, report_dir: Any) -> dict | None:
     return report if isinstance(report, dict) else None
 
 
-def health_files(root, report_dir: Any) -> tuple[list | None, dict | None]:
+def health_files(root, report_dir: Any) -> tuple[list[float] | None, dict | None]:
     """The health watch's restart times and latest report under report_dir (None for each that
     is missing or unreadable)."""
     import json
 
-    from ..vllm.health_watch import LATEST, RESTARTS_FILE
+    from ..vllm.health_watch import LATEST, read_restarts
 
     if not isinstance(report_dir, str) or not report_dir.startswith("/"):
         return None, None
-    found: list = []
-    for name in (RESTARTS_FILE, LATEST):
-        try:
-            found.append(json.loads(root.path(f"{report_dir}/{name}").read_text(encoding="utf-8")))
-        except (OSError, ValueError, RecursionError):
-            found.append(None)
-    restarts, latest = found
-    return (restarts if isinstance(restarts, list) else None, latest if isinstance(latest, dict) else None)
+    try:
+        latest = json.loads(root.path(f"{report_dir}/{LATEST}").read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        latest = None
+    return read_restarts(root.path(report_dir)), latest if isinstance(latest, dict) else None

@@ -73,6 +73,11 @@ class StallWatch:
         return self.feed(r) >= self.stall_seconds
 
 
+def within_hour(times: list[float], now: float) -> list[float]:
+    """The times (sorted) in the rolling hour before NOW: what the policy and the metrics count."""
+    return sorted(t for t in times if 0 <= now - t < HOUR)
+
+
 @dataclass
 class RestartPolicy:
     """At most max_per_hour restarts in any rolling hour, none within min_interval of the last.
@@ -83,7 +88,7 @@ class RestartPolicy:
     history: list[float] = field(default_factory=list)
 
     def decide(self, now: float) -> tuple[bool, str]:
-        recent = sorted(t for t in self.history if 0 <= now - t < HOUR)
+        recent = within_hour(self.history, now)
         if len(recent) >= self.max_per_hour:
             return False, (
                 f"{len(recent)} restart(s) in the last hour (limit {self.max_per_hour}): "
@@ -98,10 +103,10 @@ class RestartPolicy:
 
     def exhausted(self, now: float) -> bool:
         """Whether the hour's restarts are used up (a refusal that lasts, not a pause)."""
-        return sum(1 for t in self.history if 0 <= now - t < HOUR) >= self.max_per_hour
+        return len(within_hour(self.history, now)) >= self.max_per_hour
 
     def record(self, now: float) -> None:
-        self.history = [t for t in self.history if 0 <= now - t < HOUR] + [now]
+        self.history = [*within_hour(self.history, now), now]
 
 
 @dataclass(frozen=True)

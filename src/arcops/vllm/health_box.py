@@ -119,8 +119,7 @@ def run(
                 )
                 say(f"{report['state']}: {report['detail']}; {outcome}")
         else:
-            watch.new_kernel_lines()
-            watch.unanswered = 0
+            watch.idle()
         done += 1
         stop.wait(interval)
     return 0

@@ -13,6 +13,7 @@ Stdlib only: it runs on the box.
 from __future__ import annotations
 
 import json
+import math
 import time
 import urllib.error
 from collections.abc import Callable
@@ -33,6 +34,20 @@ class RestartError(RuntimeError):
 
 RESTARTS_FILE = "health-restarts.json"
 LATEST = "health-latest.json"
+
+
+def read_restarts(report_dir: Path) -> list[float] | None:
+    """The restart times kept in report_dir (finite numbers only); None when there is no such
+    file or it cannot be read as a list. The watch's policy and the metrics read it so."""
+    try:
+        data = json.loads((report_dir / RESTARTS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(data, list):
+        return None
+    return [
+        float(t) for t in data if isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t)
+    ]
 
 
 @dataclass(frozen=True)
@@ -67,19 +82,12 @@ class HealthWatch:
         self.monotonic, self.wall = monotonic, wall
         self.watch = health.StallWatch(options.stall_seconds)
         self.policy = health.RestartPolicy(
-            options.max_restarts_per_hour, options.min_interval, self._history()
+            options.max_restarts_per_hour, options.min_interval, read_restarts(report_dir) or []
         )
         self.unanswered = 0
         # The state of a refused verdict already reported: a stall the policy will not restart
         # is reported once, not at every look, until the server is well again.
         self.refused: tuple[str, bool] | None = None
-
-    def _history(self) -> list[float]:
-        try:
-            data = json.loads((self.report_dir / RESTARTS_FILE).read_text())
-        except (OSError, ValueError):
-            return []
-        return [float(t) for t in data if isinstance(t, (int, float))] if isinstance(data, list) else []
 
     def _report(self, report: dict) -> Path:
         self.report_dir.mkdir(parents=True, exist_ok=True)
@@ -88,6 +96,12 @@ class HealthWatch:
         write_atomic(path, text)
         write_atomic(self.report_dir / LATEST, text)
         return path
+
+    def idle(self) -> None:
+        """A look skipped while the service is not up (starting, stopping, stopped): the kernel
+        lines of that time are its start watchdog's, and a silence then is no silence."""
+        self.new_kernel_lines()
+        self.unanswered = 0
 
     def step(self) -> dict | None:
         """One look; the health report written (None when all is well)."""
