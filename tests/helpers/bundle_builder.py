@@ -15,6 +15,7 @@ bundle ships its own, so llama.cpp's build finds them).
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import struct
 import subprocess
@@ -99,6 +100,17 @@ def _package_name(deb: Path) -> str:
     ).stdout.strip()
 
 
+def _ship(deb: Path, folder: Path, shipped: dict[str, Path]) -> None:
+    """Put a real .deb in FOLDER: copied the first time, hard-linked after (tar keeps one copy,
+    so a bundle with a real kernel in both flavours costs its size once to build, copy and unpack)."""
+    dest = folder / deb.name
+    if deb.name in shipped:
+        os.link(shipped[deb.name], dest)
+    else:
+        shutil.copy(deb, dest)
+        shipped[deb.name] = dest
+
+
 def build_bundle(
     out: Path,
     version: str = "26.18.8.2",
@@ -115,6 +127,7 @@ def build_bundle(
     runtime_debs: real runtime packages, each instead of the synthetic package of its name.
     """
     real = {_package_name(deb): deb for deb in runtime_debs or []}
+    shipped: dict[str, Path] = {}  # a real .deb is in the tarball once; the other flavour links it
     out.mkdir(parents=True, exist_ok=True)
     name = f"multi-arc-bmg-offline-installer-{version}"
     with tempfile.TemporaryDirectory() as tmp:
@@ -131,7 +144,7 @@ def build_bundle(
             (tree / "base").mkdir(parents=True)
             if kernel_debs:
                 for deb in kernel_debs:
-                    shutil.copy(deb, tree / "base")
+                    _ship(deb, tree / "base", shipped)
             else:
                 for pkg, ver, arch, files in kernel_packages(kernel_release):
                     build_deb(tree / "base", pkg, ver, arch, files)
@@ -142,7 +155,7 @@ def build_bundle(
                     marker = {f"usr/share/doc/{pkg}/arcops-synthetic": f"{pkg} {ver}\n"}
                     build_deb(tree / folder, pkg, ver, arch, marker)
             for deb in real.values():
-                shutil.copy(deb, tree / "gfxdrv" / "gpgpu")
+                _ship(deb, tree / "gfxdrv" / "gpgpu", shipped)
         fw = top / "firmware"
         fw.mkdir()
         (fw / "bmg_guc_70.bin").write_bytes(css_blob(guc))
@@ -151,7 +164,9 @@ def build_bundle(
         for blob in fw.glob("*.bin"):  # Intel ships them zstd-compressed
             subprocess.run(["zstd", "-q", "--rm", str(blob)], check=True)
         tarball = out / f"{name}.tar.xz"
-        with tarfile.open(tarball, "w:xz") as tar:
+        # Preset 0: what it holds (.debs, zstd blobs) is compressed already, and xz's default
+        # preset spends seconds per MB on the host to gain nothing.
+        with tarfile.open(tarball, "w:xz", preset=0) as tar:
             tar.add(top, arcname=name)
     return tarball
 
