@@ -1,4 +1,4 @@
-"""The VM image's bytecode cache for zip imports (images/vm/zipimport_cache.py).
+"""The test boxes' bytecode cache for zip imports (images/zipimport-cache/zipimport_cache.py).
 
 Each case runs a fresh interpreter that loads the cache the way the image's .pth file does,
 points it at a temporary folder and imports a module from a zip, like an AnsiballZ payload.
@@ -9,7 +9,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-IMAGES = Path(__file__).resolve().parents[1] / "images" / "vm"
+IMAGES = Path(__file__).resolve().parents[1] / "images" / "zipimport-cache"
 
 RUN = """
 import sys
@@ -95,3 +95,19 @@ def test_a_cache_path_that_is_a_file_still_imports(tmp_path):
     assert run(make_zip(tmp_path, "a.zip"), cache)[:2] == (42, 2)
     assert run(make_zip(tmp_path, "b.zip"), cache)[:2] == (42, 2)
     assert not list(tmp_path.glob("cache.*")), "no stray temporary files"
+
+
+def test_the_pth_file_loads_the_cache_from_a_site_folder(tmp_path):
+    """The boxes get the two files in a site-packages folder (the VM image installs them, the
+    containers mount them): Python's site processing alone must switch the cache on."""
+    site_dir = tmp_path / "site"
+    site_dir.mkdir()
+    for name in ("zipimport_cache.py", "00-zipimport-cache.pth"):
+        (site_dir / name).write_bytes((IMAGES / name).read_bytes())
+    probe = (
+        "import site, sys, zipimport; site.addsitedir(sys.argv[1]);"
+        " print(zipimport._compile_source.__module__)"
+    )
+    cmd = [sys.executable, "-S", "-c", probe, str(site_dir)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "zipimport_cache"

@@ -50,8 +50,8 @@ chroot "$root" systemctl disable docker.service docker.socket containerd.service
 # is half a small task's time. A bytecode cache for zip imports (zipimport_cache.py) halves it.
 site=$(chroot "$root" python3 -c 'import site; print(site.getsitepackages()[0])')
 install -d "$root$site"
-install -m 0644 "$(dirname "$0")/zipimport_cache.py" "$root$site/zipimport_cache.py"
-echo 'import zipimport_cache' >"$root$site/00-zipimport-cache.pth"
+install -m 0644 "$(dirname "$0")/../zipimport-cache/zipimport_cache.py" \
+  "$(dirname "$0")/../zipimport-cache/00-zipimport-cache.pth" "$root$site/"
 
 # Every clone gets its own identity: a new host key and machine-id on first boot. One ed25519
 # key: making the RSA and ECDSA keys as well (ssh-keygen -A) took ~10 s of each first boot.

@@ -50,6 +50,7 @@ USER_VARS: dict[str, tuple[str, str]] = {
     "arcops_lab_cache": ("path", "where the lab keeps its built artefacts"),
     "arcops_lab_image": ("str", "the lab boxes' container image"),
     "arcops_lab_fixtures": ("path", "the simulated hardware trees"),
+    "arcops_lab_box_volumes": ("list", "more mounts for every lab box, as podman's HOST:BOX[:OPTIONS]"),
     "arcops_lab_network": ("str", "the podman network the lab boxes are on"),
     "arcops_lab_subnet": ("str", "that network's subnet (the boxes' fixed addresses are in it)"),
     "arcops_lab_gateway": ("str", "this machine's address on that network (vLLM publishes there)"),

@@ -10,8 +10,11 @@ tag) in CACHE_DIR. A hit gets the importing path back as its file name, so trace
 they would without the cache. Anything that goes wrong with the cache falls back to compiling,
 as zipimport itself does: the cache can make an import faster, never different.
 
-Loaded at interpreter start-up by a .pth file (images/vm/customize.sh). Only the test VMs have
-it; lab boxes and real boxes run Ansible as it ships.
+Loaded at interpreter start-up by 00-zipimport-cache.pth beside it in a site-packages folder.
+Only test boxes have it: the VM image installs both files (images/vm/customize.sh), and the
+container scenarios and the rollout lab mount them read-only into their boxes
+(.config/molecule/config.yml, arcops_lab_box_volumes). The local lab's boxes and real boxes run
+Ansible as it ships.
 """
 
 # zipimport is loaded at start-up anyway; the rest is imported on first use, so a process that
