@@ -41,7 +41,7 @@ def make_zip(tmp_path, name, answer=42):
 
 def run(zip_path, cache):
     out = subprocess.run(
-        [sys.executable, "-S", "-c", RUN, str(IMAGES), str(cache), str(zip_path)],
+        [sys.executable, "-S", "-B", "-c", RUN, str(IMAGES), str(cache), str(zip_path)],
         capture_output=True,
         text=True,
         check=True,
@@ -108,6 +108,6 @@ def test_the_pth_file_loads_the_cache_from_a_site_folder(tmp_path):
         "import site, sys, zipimport; site.addsitedir(sys.argv[1]);"
         " print(zipimport._compile_source.__module__)"
     )
-    cmd = [sys.executable, "-S", "-c", probe, str(site_dir)]
+    cmd = [sys.executable, "-S", "-B", "-c", probe, str(site_dir)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "zipimport_cache"
