@@ -94,21 +94,19 @@ def test_a_real_vllm_counts_tokens_while_a_request_runs(vllm_server):
     body = {"model": MODEL_NAME, "messages": [{"role": "user", "content": "count"}], "max_tokens": tokens}
     body |= {"temperature": 0, "ignore_eos": True}
     watch = StallWatch(stall_seconds=30)
-    before = health.reading(serving_metrics.fetch(vllm_server.url), time.monotonic())
     readings: list[Reading] = []
+    start: list[Reading] = []  # the counters each request starts from (the last one counts)
+
+    def read():
+        return health.reading(serving_metrics.fetch(vllm_server.url), time.monotonic())
 
     def look():
-        r = health.reading(serving_metrics.fetch(vllm_server.url), time.monotonic())
+        r = read()
         readings.append(r)
-        return r if r.running == 1 and r.generated > before.generated else None
+        return r if r.running == 1 and r.generated > start[-1].generated else None
 
-    mid, usage = while_streaming(vllm_server.url, body, look, attempts=1)
-    for _ in range(11):  # asked again only when vLLM handed the request over in one burst
-        if mid is not None:
-            break
-        before = health.reading(serving_metrics.fetch(vllm_server.url), time.monotonic())
-        mid, usage = while_streaming(vllm_server.url, body, look, attempts=1)
-    after = health.reading(serving_metrics.fetch(vllm_server.url), time.monotonic())
+    mid, usage = while_streaming(vllm_server.url, body, look, before=lambda: start.append(read()))
+    after, before = read(), start[-1]
     assert mid, "vLLM handed each of 12 requests over in one burst: /metrics never showed one running"
     assert after.running == 0
     assert after.generated - before.generated == usage["completion_tokens"] == tokens

@@ -116,11 +116,12 @@ class Server:
             served.stop(self.proc)
 
 
-def while_streaming(url: str, body: dict, look, attempts: int = 12):
+def while_streaming(url: str, body: dict, look, attempts: int = 12, before=None):
     """Stream BODY's chat completion in a thread while LOOK() runs every 20 ms, until it returns
     something (then returned, with the stream's usage) or the stream ends; then ask again, ATTEMPTS
     times at most. Why again: on a machine whose cores are all busy, vLLM's CPU build may hand a
     whole request over in one burst at its end, /metrics never showing it running meanwhile.
+    BEFORE(), when given, runs before each request (e.g. to read the counters it starts from).
     Returns (None, usage) when no attempt showed LOOK anything."""
     import threading
     import time
@@ -142,6 +143,8 @@ def while_streaming(url: str, body: dict, look, attempts: int = 12):
                 done.set()
 
         usage.clear()
+        if before is not None:
+            before()
         streamer = threading.Thread(target=stream, daemon=True)
         streamer.start()
         seen = None
