@@ -23,17 +23,29 @@ options:
   action:
     description: What to do.
     type: str
-    choices: [check, write, absent]
+    choices: [check, write, absent, check_secrets]
     default: check
   inputs:
     description:
       - Everything the stage's outcome depends on (its variables, hashes of the code and of the
         control-node files they name). Only its sha256 is stored. Required for C(check) and C(write).
     type: raw
+  secrets:
+    description:
+      - The inputs that are secrets (the role options marked no_log, such as an API key), by
+        name; unset ones (empty) are left out. Never logged, never hashed plainly. The seal keeps
+        an HMAC-SHA256 of each, keyed by a random key that lives only on the box (C(seal.key)
+        beside the state folder, mode 0600, made by the first C(write) that needs it).
+      - C(check_secrets) compares only these with the seal (the action plugin asks it when a
+        survey answered everything else).
+    type: dict
+    default: {}
   witness:
     description:
       - For C(write), what to read on the box; keys are kinds, each optional.
-      - C(files) (paths or glob patterns), C(packages), C(units), C(users) (lists of names),
+      - C(files) (paths or glob patterns), C(secret_files) (paths of files that hold a secret,
+        kept as an HMAC with the box's key, not a sha256), C(packages), C(units), C(users)
+        (lists of names),
         C(kernel) (true), C(gpus) (the root to read the GPUs under), C(containers)
         (C(names) and C(docker_host)).
     type: dict
@@ -100,8 +112,9 @@ def main():
     module = AnsibleModule(
         argument_spec={
             "state_dir": {"type": "path", "required": True},
-            "action": {"type": "str", "choices": ["check", "write", "absent"], "default": "check"},
+            "action": {"type": "str", "choices": ["check", "write", "absent", "check_secrets"], "default": "check"},
             "inputs": {"type": "raw"},
+            "secrets": {"type": "dict", "default": {}, "no_log": True},
             "witness": {"type": "dict", "default": {}},
         },
         required_if=[("action", "check", ["inputs"]), ("action", "write", ["inputs"])],
@@ -111,12 +124,20 @@ def main():
     state_dir = p["state_dir"]
     try:
         if p["action"] == "check":
-            reasons = seal.check(state_dir, p["inputs"])
+            reasons = seal.check(state_dir, p["inputs"], p["secrets"])
+            module.exit_json(changed=False, converged=not reasons, reasons=reasons)
+        if p["action"] == "check_secrets":
+            reasons = seal.check_secrets(state_dir, p["secrets"])
             module.exit_json(changed=False, converged=not reasons, reasons=reasons)
         if p["action"] == "absent":
             changed = seal.path(state_dir).exists() if module.check_mode else seal.remove(state_dir)
             module.exit_json(changed=changed, converged=False, reasons=[])
-        new = seal.make(p["inputs"], p["witness"])
+        secrets = seal.present(p["secrets"])
+        keyed = seal.needs_key(secrets, p["witness"])
+        key = seal.box_key(state_dir, create=not module.check_mode) if keyed else None
+        if keyed and key is None and module.check_mode:
+            module.exit_json(changed=True, converged=False, reasons=[])  # the key is made for real
+        new = seal.make(p["inputs"], p["witness"], secrets, key)
         changed = seal.differs(state_dir, new) if module.check_mode else seal.write(state_dir, new)
         module.exit_json(changed=changed, converged=False, reasons=[])
     except (seal.SealError, OSError) as e:

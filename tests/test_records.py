@@ -175,3 +175,37 @@ def test_a_fifo_in_place_of_a_record_is_refused_never_read(tmp_path):
         read(str(tmp_path))
     with pytest.raises(RecordError, match=r"state\.json: not a regular file"):
         pending("intel_stack", {}, str(tmp_path), None)
+
+
+def test_records_are_root_s_alone_and_reach_the_disk_before_the_rename(tmp_path, monkeypatch):
+    """state.json, its history and the fact are 0600 in 0700 folders, whatever the umask; a folder
+    an older version made 0755 is closed; each file is fsynced before its rename, and the folder
+    after it."""
+    from arcops.common import outputs
+
+    synced: list[str] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")), real_fsync(fd)))
+    old = os.umask(0)
+    try:
+        state, facts = tmp_path / "state", tmp_path / "facts"
+        state.mkdir(mode=0o755)
+        store("vllm_service", {"n": 1}, str(state), str(facts))
+    finally:
+        os.umask(old)
+    history = next((state / HISTORY_DIR).iterdir())
+    for path in (state / "state.json", facts / "arcops_vllm_service.fact", history):
+        assert os.stat(path).st_mode & 0o777 == outputs.PRIVATE_FILE, path
+    for folder in (state, state / HISTORY_DIR):
+        assert os.stat(folder).st_mode & 0o777 == outputs.PRIVATE_DIR, folder
+    # A file is synced under its temporary name (before the rename), then its folder.
+    assert any(p.startswith(str(state / ".state.json.")) for p in synced)
+    assert str(state) in synced and str(facts) in synced
+    # private_dir closes the folders from TOP down to the one asked for, nothing above TOP.
+    os.chmod(tmp_path, 0o755)
+    top = tmp_path / "top"
+    (top / "a").mkdir(parents=True, mode=0o755)
+    os.chmod(top, 0o755)
+    outputs.private_dir(top / "a" / "b" / "c", top=top)
+    assert all(os.stat(p).st_mode & 0o777 == 0o700 for p in (top, top / "a", top / "a" / "b", top / "a" / "b" / "c"))
+    assert os.stat(tmp_path).st_mode & 0o777 == 0o755  # above TOP: untouched

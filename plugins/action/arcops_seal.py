@@ -41,7 +41,20 @@ class ActionModule(ActionBase):
             # `on` is True here and "true" on the box.
             encoder = get_module_encoder("legacy", Direction.CONTROLLER_TO_MODULE)
             inputs = json.loads(json.dumps(args["inputs"], cls=encoder))
-            reasons = seal.check_surveyed(surveyed, state_dir, inputs)
+            try:
+                secrets = seal.present(args.get("secrets"))
+            except seal.SealError as e:
+                return {**result, "failed": True, "msg": str(e)}
+            reasons = seal.check_surveyed(surveyed, state_dir, inputs, sorted(secrets))
+            if not reasons and secrets:
+                # Only the box holds the key the secrets' HMACs are made with: ask it for them alone.
+                module_args = {"state_dir": state_dir, "action": "check_secrets", "secrets": secrets}
+                done = self._execute_module(
+                    module_name="arcops_seal", module_args=module_args, task_vars=task_vars
+                )
+                if done.get("failed"):
+                    return {**result, **done}
+                reasons = done.get("reasons", [])
             if reasons:
                 return {**result, **self._not_converged(reasons, "survey")}
             return {**result, "changed": False, "converged": True, "reasons": [], "source": "survey"}

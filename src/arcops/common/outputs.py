@@ -63,17 +63,72 @@ def output_file(path: str | os.PathLike[str], what: str = "output file") -> Path
     return p
 
 
-def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
+def write_atomic(path: str | os.PathLike[str], data: str | bytes, mode: int = 0o644) -> None:
     """Write beside the target, then rename over it: readers see the old file or the new one,
-    and a link standing at the target is replaced, never followed."""
+    and a link standing at the target is replaced, never followed. The file is created with
+    MODE (never wider, whatever the umask), flushed to disk before the rename and the folder
+    after it, so a power loss leaves the old file or the whole new one."""
     p = Path(path)
     tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
     try:
         with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), mode)  # a file left from a crash keeps its old mode otherwise
             f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, p)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    sync_dir(p.parent)
+
+
+def sync_dir(folder: str | os.PathLike[str]) -> None:
+    """Flush a folder's entries (a rename in it) to disk; a file system that cannot is left be."""
+    try:
+        fd = os.open(folder if str(folder) else ".", os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# Records, seals and reports on a box may hold what an API key protects (a spec, a start log):
+# root's alone. One mode for the files and one for the folders, used by every writer of them.
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
+
+
+def private_dir(path: str | os.PathLike[str], top: str | os.PathLike[str] | None = None) -> Path:
+    """Make PATH (and its missing parents) mode 0700; PATH itself and every folder from TOP down
+    to it are brought to 0700 when they are wider, so a folder made by an older version is
+    closed too. Nothing above TOP is touched."""
+    p = Path(path)
+    made = []
+    walk = p
+    while not walk.exists():
+        made.append(walk)
+        walk = walk.parent
+    for folder in reversed(made):
+        try:
+            os.mkdir(folder, PRIVATE_DIR)
+        except FileExistsError:
+            pass
+    closing = [p]
+    if top is not None:
+        top_p = Path(top)
+        walk = p
+        while walk != top_p and top_p in walk.parents:
+            walk = walk.parent
+            closing.append(walk)
+    for folder in closing:
+        st = os.lstat(folder)
+        if stat.S_ISDIR(st.st_mode) and st.st_mode & 0o077:
+            os.chmod(folder, stat.S_IMODE(st.st_mode) & ~0o077)
+    return p

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..common.outputs import write_atomic
+from ..common.outputs import PRIVATE_FILE, private_dir, write_atomic
 
 FACT_DIR = "/etc/ansible/facts.d"
 # Every stage's state folder is STATE_ROOT/<stage> by default (its *_state_dir variable); the
@@ -92,11 +92,21 @@ def pending(
     return text, stale
 
 
+def state_folder(folder: str | Path) -> Path:
+    """A stage's state folder (or one below it), made or closed to 0700 with STATE_ROOT: records
+    can name what an API key protects, and no other user of the box needs them."""
+    return private_dir(folder, top=STATE_ROOT)
+
+
 def write(text: str, paths: list[Path]) -> None:
-    """Write TEXT to every path atomically, creating missing folders (0755, root's)."""
+    """Write TEXT to every path atomically, 0600: a state folder is made private (0700, with
+    STATE_ROOT above it), the facts folder is made 0755 when missing (Ansible's own)."""
     for path in paths:
-        os.makedirs(path.parent, mode=0o755, exist_ok=True)
-        write_atomic(path, text)
+        if path.name == STATE_FILE:
+            state_folder(path.parent)
+        else:
+            os.makedirs(path.parent, mode=0o755, exist_ok=True)
+        write_atomic(path, text, PRIVATE_FILE)
 
 
 def read(state_dir: str) -> dict | None:
@@ -122,12 +132,11 @@ def keep_history(text: str, state_dir: str, keep: int = HISTORY_KEEP) -> Path | 
     """Keep TEXT (a new state.json) as history/<UTC time>.json and drop all but the newest KEEP."""
     if keep <= 0:
         return None
-    folder = Path(state_dir) / HISTORY_DIR
-    os.makedirs(folder, mode=0o755, exist_ok=True)
+    folder = state_folder(Path(state_dir) / HISTORY_DIR)
     ns = time.time_ns()
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(ns // 1_000_000_000)) + f".{ns % 1_000_000_000:09d}Z"
     path = folder / f"{stamp}.json"
-    write_atomic(path, text)
+    write_atomic(path, text, PRIVATE_FILE)
     for old in sorted(p for p in folder.glob("*.json") if not p.is_symlink())[:-keep]:
         old.unlink(missing_ok=True)
     return path

@@ -7,6 +7,10 @@ and a witness: what the run left on the box, read back from the box itself (file
 mode and owner; dpkg packages by version and selection; systemd units by state; users; the
 running kernel; the GPUs' driver and loaded GuC; containers by id and image).
 
+Inputs that are secrets (the role options marked no_log: an API key) are never hashed plainly:
+their digests are HMACs keyed by a random key that lives only on the box (seal.key beside the
+state folders, 0600), so neither a seal nor a log of one lets anybody check a guess.
+
 A later run reads the box again. Same inputs and the same witness: the stage is converged and
 ends after this one check, instead of re-asking the box task by task. Anything else (other
 inputs, new code, a file edited, a package unheld, a unit stopped, another kernel) and the run
@@ -20,6 +24,7 @@ from __future__ import annotations
 import glob
 import grp
 import hashlib
+import hmac
 import json
 import os
 import pwd
@@ -30,15 +35,18 @@ from typing import Any
 
 from ..box import facts
 from ..common.checksum import sha256_file
-from ..common.outputs import write_atomic
+from ..common.outputs import PRIVATE_FILE, write_atomic
 from ..common.sysroot import SysRoot
 from ..vllm.docker_api import DockerError, Engine
+from . import records
 
 SEAL_FILE = "seal.json"
-FORMAT = 2
+# The box's key for the secret inputs' HMACs, one per seals folder (the state folders' parent).
+KEY_FILE = "seal.key"
+FORMAT = 3
 DPKG_STATUS = "/var/lib/dpkg/status"
 # The witness kinds, in the order they are read; each reads the box for the names given.
-KINDS = ("files", "packages", "units", "users", "kernel", "gpus", "containers")
+KINDS = ("files", "secret_files", "packages", "units", "users", "kernel", "gpus", "containers")
 
 
 class SealError(ValueError):
@@ -64,6 +72,63 @@ def inputs_digest(inputs: Any) -> dict[str, str]:
     return out
 
 
+def present(secrets: Any) -> dict:
+    """The secret inputs that are set (an empty key is no secret, and costs the box no read)."""
+    if secrets in (None, ""):
+        return {}
+    if not isinstance(secrets, dict):
+        raise SealError(f"secrets: must be a mapping of names to values, got {type(secrets).__name__}")
+    return {str(k): v for k, v in secrets.items() if v not in (None, "", [], {})}
+
+
+def key_path(state_dir: str) -> Path:
+    return Path(state_dir).parent / KEY_FILE
+
+
+def box_key(state_dir: str, create: bool = False) -> bytes | None:
+    """The box's HMAC key for the seals beside STATE_DIR; made (0600, exclusively) when CREATE
+    and missing. Anything but a regular file there is no key."""
+    where = key_path(state_dir)
+    if create and not os.path.lexists(where):
+        records.state_folder(where.parent)
+        try:
+            fd = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_FILE)
+        except FileExistsError:
+            pass  # made by another run in between: read it
+        else:
+            with os.fdopen(fd, "w") as f:
+                f.write(os.urandom(32).hex() + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+    if not _regular(where):
+        return None
+    try:
+        text = where.read_text(encoding="ascii").strip()
+        return bytes.fromhex(text) if len(text) == 64 else None
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+
+
+def secrets_digest(secrets: dict, key: bytes) -> dict[str, str]:
+    """An HMAC-SHA256 per secret input, keyed by the box's key."""
+    out = {}
+    for name, value in secrets.items():
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+        out[name] = hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
+    return out
+
+
+def secrets_reasons(sealed: Any, secrets: Any, key: bytes | None) -> list[str]:
+    """Which secret inputs differ from the sealed run's (by name, never by value)."""
+    now = present(secrets)
+    sealed = sealed if isinstance(sealed, dict) else {}
+    digests = secrets_digest(now, key) if key is not None else {}
+    changed = sorted(
+        k for k in set(sealed) | set(now) if key is None or sealed.get(k) != digests.get(k)
+    )
+    return [f"secret inputs differ from the sealed run: {', '.join(changed)}"] if changed else []
+
+
 def _file(path: str) -> str:
     try:
         st = os.lstat(path)
@@ -87,6 +152,30 @@ def _regular(path: str | Path) -> bool:
         return stat.S_ISREG(os.lstat(path).st_mode)
     except OSError:
         return False
+
+
+def read_secret_files(paths: list[str], key: bytes | None) -> dict[str, str]:
+    """Files that hold a secret (a key file): an HMAC of the content with the box's key, never
+    a plain sha256 that a guess could be checked against; mode and owner as for files."""
+    out: dict[str, str] = {}
+    for path in paths:
+        seen = _file(path)
+        if seen.startswith(("missing", "link", "dir", "not a file", "unreadable")):
+            out[path] = seen
+            continue
+        if key is None:
+            out[path] = "unreadable (no seal key on the box)"
+            continue
+        mac = hmac.new(key, digestmod=hashlib.sha256)
+        try:
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 16), b""):
+                    mac.update(block)
+        except OSError as e:
+            out[path] = f"unreadable ({e.strerror})"
+            continue
+        out[path] = f"hmac:{mac.hexdigest()} {seen.split(' ', 1)[1]}"
+    return out
 
 
 def read_files(patterns: list[str]) -> dict[str, str]:
@@ -197,7 +286,7 @@ def _check_spec(witness: Any) -> dict:
     unknown = sorted(set(witness) - set(KINDS))
     if unknown:
         raise SealError(f"witness: unknown kind(s) {', '.join(unknown)} (known: {', '.join(KINDS)})")
-    for kind in ("files", "packages", "units", "users"):
+    for kind in ("files", "secret_files", "packages", "units", "users"):
         value = witness.get(kind, [])
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
             raise SealError(f"witness.{kind}: must be a list of names")
@@ -208,11 +297,13 @@ def _check_spec(witness: Any) -> dict:
     return witness
 
 
-def read(witness: Any) -> dict:
-    """Read the box for every kind the witness spec names."""
+def read(witness: Any, key: bytes | None = None) -> dict:
+    """Read the box for every kind the witness spec names (KEY: the box's seal key, for the
+    secret files)."""
     spec = _check_spec(witness)
     readers = {
         "files": read_files,
+        "secret_files": lambda paths: read_secret_files(paths, key),
         "packages": read_packages,
         "units": read_units,
         "users": read_users,
@@ -227,9 +318,15 @@ def read(witness: Any) -> dict:
     return out
 
 
-def make(inputs: Any, witness: Any) -> dict:
-    """The seal for these inputs, with the box read now."""
-    return {"format": FORMAT, "inputs": inputs_digest(inputs), "witness": read(witness)}
+def make(inputs: Any, witness: Any, secrets: Any = None, key: bytes | None = None) -> dict:
+    """The seal for these inputs, with the box read now; SECRETS (set ones only) as HMACs with
+    KEY, the box's key (required when there are any)."""
+    now = present(secrets)
+    if now and key is None:
+        raise SealError("secrets: the box's seal key is missing")
+    digests = secrets_digest(now, key) if now and key is not None else {}
+    witnessed = read(witness, key)
+    return {"format": FORMAT, "inputs": inputs_digest(inputs), "secrets": digests, "witness": witnessed}
 
 
 def path(state_dir: str) -> Path:
@@ -246,7 +343,7 @@ def load(state_dir: str) -> dict | None:
         return None
     if not isinstance(seal, dict) or seal.get("format") != FORMAT:
         return None
-    if not isinstance(seal.get("inputs"), dict) or not isinstance(seal.get("witness"), dict):
+    if not all(isinstance(seal.get(k), dict) for k in ("inputs", "secrets", "witness")):
         return None
     if "spec" not in seal["witness"]:
         return None
@@ -273,14 +370,19 @@ def inputs_reasons(sealed: dict, inputs: Any) -> list[str]:
     return [f"inputs differ from the sealed run: {shown}"]
 
 
-def witness_reasons(seal: dict) -> list[str]:
-    """What on the box differs from the seal's witness, read now."""
+def needs_key(secrets: Any, witness: Any) -> bool:
+    """Whether a seal of these needs the box's key (secret inputs or secret files)."""
+    return bool(present(secrets)) or bool(isinstance(witness, dict) and witness.get("secret_files"))
+
+
+def witness_reasons(seal: dict, key: bytes | None = None) -> list[str]:
+    """What on the box differs from the seal's witness, read now (KEY for its secret files)."""
     spec = seal["witness"]["spec"]
     if isinstance(spec, dict) and isinstance(seal["witness"].get("files"), dict):
         # A sealed file a glob no longer matches (deleted) is read, and reported, as missing.
         spec = {**spec, "files": [*spec.get("files", []), *seal["witness"]["files"]]}
     try:
-        now = read(spec)
+        now = read(spec, key)
     except SealError as e:
         return [f"the seal's witness cannot be read ({e})"]
     reasons: list[str] = []
@@ -293,12 +395,31 @@ def _no_seal(state_dir: str) -> list[str]:
     return [f"no seal in {state_dir} (no full run has finished here yet)"]
 
 
-def check(state_dir: str, inputs: Any) -> list[str]:
+def check(state_dir: str, inputs: Any, secrets: Any = None) -> list[str]:
     """Why the box is not converged for these inputs; empty when it is."""
     seal = load(state_dir)
     if seal is None:
         return _no_seal(state_dir)
-    return inputs_reasons(seal["inputs"], inputs) or witness_reasons(seal)
+    return (
+        inputs_reasons(seal["inputs"], inputs)
+        or check_secrets(state_dir, secrets, seal)
+        or witness_reasons(seal, _key_for(state_dir, seal))
+    )
+
+
+def _key_for(state_dir: str, seal: dict) -> bytes | None:
+    """The box's key when the seal's witness has secret files (no read of it otherwise)."""
+    return box_key(state_dir) if seal["witness"].get("secret_files") else None
+
+
+def check_secrets(state_dir: str, secrets: Any, seal: dict | None = None) -> list[str]:
+    """Only the secret inputs against the seal (the rest answered by a survey)."""
+    seal = load(state_dir) if seal is None else seal
+    if seal is None:
+        return _no_seal(state_dir)
+    now = present(secrets)
+    key = box_key(state_dir) if now or seal["secrets"] else None
+    return secrets_reasons(seal["secrets"], now, key)
 
 
 def survey(seals_dir: str) -> dict:
@@ -314,7 +435,11 @@ def survey(seals_dir: str) -> dict:
         state_dir = os.path.join(seals_dir, name)
         seal = load(state_dir)
         if seal is not None:
-            found[state_dir] = {"inputs": seal["inputs"], "drift": witness_reasons(seal)}
+            found[state_dir] = {
+                "inputs": seal["inputs"],
+                "secrets": sorted(seal["secrets"]),  # names only: the HMACs stay on the box
+                "drift": witness_reasons(seal, _key_for(state_dir, seal)),
+            }
     return {"dir": os.path.normpath(seals_dir), "seals": found}
 
 
@@ -327,11 +452,20 @@ def covers(surveyed: Any, state_dir: str) -> bool:
     )
 
 
-def check_surveyed(surveyed: dict, state_dir: str, inputs: Any) -> list[str]:
-    """``check`` from a survey of this run (no second read of the box)."""
+def check_surveyed(surveyed: dict, state_dir: str, inputs: Any, secret_names: Any = ()) -> list[str]:
+    """``check`` from a survey of this run (no second read of the box), but for the secret
+    inputs' values: only their names are compared here; when they match and there are any, the
+    caller asks the box (``check_secrets``), which alone holds the key."""
     entry = surveyed["seals"].get(os.path.normpath(state_dir))
     if not isinstance(entry, dict):
         return _no_seal(state_dir)
+    sealed = sorted(entry.get("secrets") or [])
+    names = sorted(secret_names or [])
+    if sealed != names:
+        shown = ", ".join(sorted(set(sealed) ^ set(names)))
+        return inputs_reasons(entry.get("inputs") or {}, inputs) or [
+            f"secret inputs differ from the sealed run: {shown}"
+        ]
     return inputs_reasons(entry.get("inputs") or {}, inputs) or list(entry.get("drift") or [])
 
 
@@ -354,8 +488,8 @@ def write(state_dir: str, seal: dict) -> bool:
     if not differs(state_dir, seal):
         return False
     target = path(state_dir)
-    os.makedirs(target.parent, mode=0o755, exist_ok=True)
-    write_atomic(target, render(seal))
+    records.state_folder(target.parent)
+    write_atomic(target, render(seal), PRIVATE_FILE)
     return True
 
 
