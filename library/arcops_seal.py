@@ -112,7 +112,11 @@ def main():
     module = AnsibleModule(
         argument_spec={
             "state_dir": {"type": "path", "required": True},
-            "action": {"type": "str", "choices": ["check", "write", "absent", "check_secrets"], "default": "check"},
+            "action": {
+                "type": "str",
+                "choices": ["check", "write", "absent", "check_secrets"],
+                "default": "check",
+            },
             "inputs": {"type": "raw"},
             "secrets": {"type": "dict", "default": {}, "no_log": True},
             "witness": {"type": "dict", "default": {}},

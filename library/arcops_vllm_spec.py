@@ -25,6 +25,13 @@ options:
   host_mem_total_gib:
     description: MemTotal in GiB for the RAM check; omitted, this host's /proc/meminfo is read.
     type: float
+  render_nodes:
+    description:
+      - The render nodes of the box's Arc GPUs, which empty C(devices) in O(settings) stand for
+        (the first C(tensor_parallel_size) of them). Omitted, this host's Arc GPUs on xe are read
+        (in PCI address order).
+    type: list
+    elements: str
 author: arcops
 """
 
@@ -43,7 +50,8 @@ RETURN = r"""
 spec:
   description: >-
     name, image, profile, privileged, ipc, shm_size, devices, mounts (source, target, read_only),
-    ports (host_ip, host_port, container_port), env, env_file, argv, caches, residency_filter
+    ports (host_ip, host_port, container_port), env, env_file, env_file_keys (the names the
+    root-only env file holds, never their values), argv, caches, residency_filter
     (dir, library; null when off), spec_hash.
   returned: success
   type: dict
@@ -65,8 +73,10 @@ residency_probe:
   type: dict
 """
 
+from ansible.module_utils.arcops.box import facts
 from ansible.module_utils.arcops.box.host import mem_total_gib
 from ansible.module_utils.arcops.common.sysroot import SysRoot
+from ansible.module_utils.arcops.vllm.exposure import box_render_nodes
 from ansible.module_utils.arcops.vllm.vllm_spec import (
     SpecError,
     docker_container_args,
@@ -82,6 +92,7 @@ def main():
         argument_spec={
             "settings": {"type": "dict", "required": True},
             "host_mem_total_gib": {"type": "float"},
+            "render_nodes": {"type": "list", "elements": "str"},
         },
         supports_check_mode=True,
     )
@@ -96,8 +107,11 @@ def main():
     mem = module.params["host_mem_total_gib"]
     if mem is None:  # the box this runs on: no fact gathering needed
         mem = mem_total_gib(SysRoot("/"))
+    nodes = module.params["render_nodes"]
+    if nodes is None and not settings.get("devices"):  # the box this runs on
+        nodes = box_render_nodes(facts.collect(SysRoot("/"), read_journal=False)["gpus"])
     try:
-        spec = render(settings, mem)
+        spec = render(settings, mem, nodes)
     except SpecError as e:
         module.fail_json(msg=str(e), problems=e.problems)
     module.exit_json(

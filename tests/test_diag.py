@@ -179,9 +179,95 @@ def test_the_shapes_secrets_take_in_text():
     ]
 
 
+# Each shape a secret takes in argv, logs and records (issue: every shape, one by one), and
+# what must be left alone: (text, what the bundle says).
+SHAPES = [
+    ("vllm serve --api-key sk-1 --port 8000", "vllm serve --api-key [REDACTED] --port 8000"),
+    ("vllm serve --api_key sk-1", "vllm serve --api_key [REDACTED]"),
+    ("vllm serve --api-key=sk-1", "vllm serve --api-key=[REDACTED]"),
+    ("--api-key 'two words' --port 1", "--api-key '[REDACTED]' --port 1"),
+    ('--api-key "two words"', '--api-key "[REDACTED]"'),
+    ('"Args": ["--model", "m", "--api-key", "sk-1"]', '"Args": ["--model", "m", "--api-key", "[REDACTED]"]'),
+    ("argv: ['--api-key', 'sk-1', '--port', '8000']", "argv: ['--api-key', '[REDACTED]', '--port', '8000']"),
+    ('"Cmd": ["--api-key=sk-1"]', '"Cmd": ["--api-key=[REDACTED]"]'),
+    ("--hf-token hf_x1 --password=p4", "--hf-token [REDACTED] --password=[REDACTED]"),
+    ("Authorization: Bearer abc.def-ghi", "Authorization: Bearer [REDACTED]"),
+    ("Authorization: Token abc", "Authorization: Token [REDACTED]"),
+    ("Authorization: ApiKey abc", "Authorization: ApiKey [REDACTED]"),
+    ("authorization: rawkey", "authorization: [REDACTED]"),
+    ('"Authorization": "Basic dXNlcjpwYXNz"', '"Authorization": "Basic [REDACTED]"'),
+    ("curl -H 'Bearer abc123'", "curl -H 'Bearer [REDACTED]'"),
+    ("git clone https://user:pa55@example.com/repo.git", "git clone https://[REDACTED]@example.com/repo.git"),
+    ("fetched https://ghp_TOKEN123@example.com/x", "fetched https://[REDACTED]@example.com/x"),
+    ('API_KEY="a b c" next', 'API_KEY="[REDACTED]" next'),
+    ("VLLM_API_KEY=k", "VLLM_API_KEY=[REDACTED]"),
+    ('{"api_key": "zz"}', '{"api_key": "[REDACTED]"}'),
+    ("HF_TOKEN=hf_abc other", "HF_TOKEN=[REDACTED] other"),
+    # Not secrets: a key's file, token counts, a tokenizer, an ssh address.
+    ("--api-key-file /etc/arcops/llama-server.key", "--api-key-file /etc/arcops/llama-server.key"),
+    ("api_key_file: /etc/arcops/vllm/api-key.env", "api_key_file: /etc/arcops/vllm/api-key.env"),
+    ("--max-num-batched-tokens 8192 --tokenizer /m", "--max-num-batched-tokens 8192 --tokenizer /m"),
+    ("max_num_batched_tokens: 8192", "max_num_batched_tokens: 8192"),
+    ("git@example.com:repo.git", "git@example.com:repo.git"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), SHAPES, ids=[s[0][:40] for s in SHAPES])
+def test_each_shape_a_secret_takes_is_redacted(text, expected):
+    assert redact.Redactor([]).text(text) == expected
+
+
+def test_a_short_known_key_is_scrubbed_as_a_word_only():
+    """A key file holding a short key: scrubbed where it stands alone, not inside other words."""
+    r = redact.Redactor(redact.secret_values("abc\n"))
+    assert r.text("key abc used; abcdef and xabc stay") == "key [REDACTED] used; abcdef and xabc stay"
+    assert r.data(b"\x00abc\x00") == b"\x00[REDACTED]\x00"
+    assert redact.secret_values("VLLM_API_KEY=ab\n") == []  # two characters are no key
+
+
 @settings(FUZZ)
 @given(st.text(max_size=200), st.text(alphabet="abcdefXYZ0123456789-_", min_size=6, max_size=20))
 def test_a_known_secret_never_survives_redaction(text, secret):
     planted = f"{text}{secret}{text}VLLM_API_KEY={secret}"
     out = redact.Redactor([secret]).text(planted)
     assert secret not in out
+
+
+def test_a_key_file_moved_out_of_its_default_place_is_still_known(box, tmp_path, capsys):
+    """The key in a non-default key file (named by the vLLM record's endpoint) is scrubbed
+    everywhere and the file is never put in the bundle."""
+    other = "sk-elsewhere-5e6f7a8b"
+    keys = box / "srv/keys"
+    keys.mkdir(parents=True)
+    (keys / "vllm.env").write_text(f"VLLM_API_KEY={other}\n")
+    facts = box / records.FACT_DIR.lstrip("/")
+    vllm = json.loads((facts / records.STAGES["vllm_service"]).read_text())
+    vllm["endpoint"] = {"url": "http://127.0.0.1:8000", "api_key_file": "/srv/keys/vllm.env"}
+    (facts / records.STAGES["vllm_service"]).write_text(records.render(vllm))
+    (box / STARTS.lstrip("/") / "seen.log").write_text(f"started with {other}\n")
+    stray = box / "var/lib/arcops/verify/keys.json"
+    stray.write_text(json.dumps({"copied": other}))
+    out = tmp_path / "diag.tar.gz"
+    assert cli.main(["diag", "--root", str(box), "--output", str(out), "--timeout", "1", "--json"]) == 0
+    files = bundle_files(out)
+    assert all(other.encode() not in data for data in files.values())
+    assert not any(name.endswith("vllm.env") for name in files)
+
+
+def test_a_bundle_is_made_exclusively_and_never_over_a_file(box, tmp_path, capsys):
+    out = tmp_path / "diag.tar.gz"
+    argv = ["diag", "--root", str(box), "--output", str(out), "--timeout", "1"]
+    assert cli.main(argv) == 0
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    before = out.read_bytes()
+    assert cli.main(argv) == 2  # exists: refused before anything is read
+    assert out.read_bytes() == before
+    assert "exists; name a new file" in capsys.readouterr().err
+    # A link somebody left at the name is neither followed nor replaced.
+    target = tmp_path / "victim"
+    target.write_text("keep")
+    link = tmp_path / "link.tar.gz"
+    link.symlink_to(target)
+    assert cli.main([*argv[:3], "--output", str(link), "--timeout", "1"]) == 2
+    assert target.read_text() == "keep" and link.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no partial left

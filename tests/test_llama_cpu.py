@@ -10,6 +10,7 @@ it proves the check's mechanics; that one GPU and two answer alike is a hardware
 
 import json
 import os
+import re
 import socket
 import stat
 
@@ -89,7 +90,8 @@ def test_verify_asks_the_one_model_llama_server_serves(llama_server):
     out = verify.run([target], gate.prompt_set.DEFAULT, [])
     summary = out["record"]["targets"]["llama_cpp_sycl"]
     assert summary["model"].endswith(llama_cpu.MODEL_NAME) and summary["prompts"] == 10
-    assert out["reasons"][0].startswith("llama_cpp_sycl: 0 of 10 right in both runs")
+    # Random weights: (nearly) every answer wrong; which one a build gets right by chance varies.
+    assert re.match(r"llama_cpp_sycl: [0-9] of 10 right in both runs", out["reasons"][0]), out["reasons"]
 
 
 # ------------------------------------------------------------------ llama-bench

@@ -185,7 +185,9 @@ def test_records_are_root_s_alone_and_reach_the_disk_before_the_rename(tmp_path,
 
     synced: list[str] = []
     real_fsync = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")), real_fsync(fd)))
+    monkeypatch.setattr(
+        os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")), real_fsync(fd))
+    )
     old = os.umask(0)
     try:
         state, facts = tmp_path / "state", tmp_path / "facts"
@@ -207,5 +209,15 @@ def test_records_are_root_s_alone_and_reach_the_disk_before_the_rename(tmp_path,
     (top / "a").mkdir(parents=True, mode=0o755)
     os.chmod(top, 0o755)
     outputs.private_dir(top / "a" / "b" / "c", top=top)
-    assert all(os.stat(p).st_mode & 0o777 == 0o700 for p in (top, top / "a", top / "a" / "b", top / "a" / "b" / "c"))
+    assert all(
+        os.stat(p).st_mode & 0o777 == 0o700 for p in (top, top / "a", top / "a" / "b", top / "a" / "b" / "c")
+    )
     assert os.stat(tmp_path).st_mode & 0o777 == 0o755  # above TOP: untouched
+
+
+def test_a_record_an_older_version_left_readable_is_rewritten_private(tmp_path):
+    state, facts = tmp_path / "state", tmp_path / "facts"
+    store("vllm_service", {"n": 1}, str(state), str(facts))
+    (facts / "arcops_vllm_service.fact").chmod(0o644)
+    assert store("vllm_service", {"n": 1}, str(state), str(facts)) == [facts / "arcops_vllm_service.fact"]
+    assert os.stat(facts / "arcops_vllm_service.fact").st_mode & 0o777 == 0o600

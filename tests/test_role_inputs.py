@@ -30,6 +30,8 @@ LLAMA = {
     "llama_cpp_sycl_server_port": 8080,
     "llama_cpp_sycl_server_host": "127.0.0.1",
     "llama_cpp_sycl_server_api_key": False,
+    "llama_cpp_sycl_server_user": "llama-server",
+    "llama_cpp_sycl_server_extra_args": ["--flash-attn", "on"],
 }
 KERNEL = {
     "mainline_kernel_release": "7.2.0-070200-generic",
@@ -43,6 +45,8 @@ KERNEL = {
 VLLM = {
     "vllm_service_docker_source": "distro",
     "vllm_service_docker_version": "26.1.5+dfsg1-9+b9",
+    "vllm_service_docker_host": "unix:///var/run/docker.sock",
+    "vllm_service_report_dir": "/var/lib/arcops/vllm/starts",
     "vllm_service_docker_repo_key": {},
     "vllm_service_image": "intel/llm-scaler-vllm:0.26.0-b2",
     "vllm_service_image_digest": "sha256:" + SHA,
@@ -117,6 +121,27 @@ def test_good_inputs_pass():
             ],
         ),
         ({"vllm_service_health_interval": "0"}, ["vllm_service_health_interval must be at least 1 second"]),
+        # Values that go into the units' command lines: one word, no newline, no bare %.
+        (
+            {"vllm_service_report_dir": "/var/lib/a b", "vllm_service_docker_host": "unix:///x%i"},
+            [
+                "vllm_service_docker_host holds a % that systemd would expand: write %% for a literal %",
+                "vllm_service_report_dir must be one word without spaces (it goes into the units' "
+                "command lines)",
+            ],
+        ),
+        (
+            {"vllm_service_report_dir": "/var/lib/x\nExecStartPre=/bin/sh"},
+            [
+                "vllm_service_report_dir must be one word without spaces (it goes into the units' "
+                "command lines)"
+            ],
+        ),
+        (
+            {"vllm_service_report_dir": "/var/lib/x\x00y"},
+            ["vllm_service_report_dir holds a control character (a newline or NUL would rewrite the unit)"],
+        ),
+        ({"vllm_service_report_dir": "/var/lib/100%%"}, []),
     ],
 )
 def test_vllm_service_names_every_problem(over, expected):
@@ -203,6 +228,66 @@ def test_vllm_service_hashes_its_archive_on_the_control_node(tmp_path):
             ],
         ),
         ({"llama_cpp_sycl_server_host": "0.0.0.0", "llama_cpp_sycl_server_api_key": True}, []),
+        # The pin: https or a mirror on the box; a full commit or a tag, never a short hash.
+        ({"llama_cpp_sycl_version": "69c28f1547c169902f62ca48bee75fb876c4d8e6"}, []),
+        ({"llama_cpp_sycl_git_url": "/srv/llama.cpp.git"}, []),
+        ({"llama_cpp_sycl_git_url": "file:///srv/llama.cpp.git"}, []),
+        *[
+            (
+                {"llama_cpp_sycl_git_url": url},
+                [
+                    "llama_cpp_sycl_git_url must be an https:// URL without credentials, or a mirror on the "
+                    f'box (an absolute path or file://); got "{url}"'
+                ],
+            )
+            for url in (
+                "http://github.com/ggml-org/llama.cpp.git",
+                "git://github.com/ggml-org/llama.cpp.git",
+                "github.com/ggml-org/llama.cpp",
+            )
+        ],
+        (
+            {"llama_cpp_sycl_git_url": "https://user:tok3n@github.com/ggml-org/llama.cpp.git"},
+            [
+                "llama_cpp_sycl_git_url must be an https:// URL without credentials, or a mirror on the "
+                "box (an absolute path or file://); it carries credentials"
+            ],
+        ),
+        # Extra arguments never bypass the bind check or put the key in argv, in any form.
+        *[
+            (
+                {"llama_cpp_sycl_server_extra_args": [arg, "x"] if "=" not in arg else [arg]},
+                [
+                    f"llama_cpp_sycl_server_extra_args sets {arg.split('=')[0]}, which the role sets: use "
+                    "llama_cpp_sycl_server_host, _port, _api_key (passed by file, never in argv) or _model"
+                ],
+            )
+            for arg in (
+                "--host",
+                "--host=0.0.0.0",
+                "--port",
+                "--port=1",
+                "--api-key",
+                "--api-key=k",
+                "--api-key-file",
+                "-m",
+            )
+        ],
+        (
+            {"llama_cpp_sycl_server_extra_args": ["--alias", "a\nExecStartPre=/bin/sh"]},
+            [
+                "llama_cpp_sycl_server_extra_args holds a control character (a newline or NUL would "
+                "rewrite the unit)"
+            ],
+        ),
+        (
+            {"llama_cpp_sycl_server_model": "/srv/m%h.gguf"},
+            ["llama_cpp_sycl_server_model holds a % that systemd would expand: write %% for a literal %"],
+        ),
+        (
+            {"llama_cpp_sycl_server_extra_args": "--flash-attn on"},
+            ["llama_cpp_sycl_server_extra_args must be a list of strings"],
+        ),
         ({"llama_cpp_sycl_server_enabled": False, "llama_cpp_sycl_server_model": ""}, []),
     ],
 )

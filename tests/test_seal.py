@@ -376,7 +376,9 @@ def test_secrets_are_kept_as_hmacs_with_the_boxs_own_key(box):
     assert seal.check(str(state), INPUTS, {"vllm_service_api_key": "sk-rotated-000000"}) == [
         "secret inputs differ from the sealed run: vllm_service_api_key"
     ]
-    assert seal.check(str(state), INPUTS, {}) == ["secret inputs differ from the sealed run: vllm_service_api_key"]
+    assert seal.check(str(state), INPUTS, {}) == [
+        "secret inputs differ from the sealed run: vllm_service_api_key"
+    ]
     key_file.write_text("VLLM_API_KEY=sk-rotated-000000\n")
     drift = seal.check(str(state), INPUTS, secrets)
     assert len(drift) == 1 and drift[0].startswith(f"secret_files {key_file}: hmac:")
@@ -403,7 +405,9 @@ def test_a_survey_carries_the_secrets_names_only(box):
         "secret inputs differ from the sealed run: vllm_service_api_key"
     ]
     assert seal.check_secrets(str(state), secrets) == []
-    assert seal.check_secrets(str(state), {"vllm_service_api_key": "other-key-123"})[0].endswith("vllm_service_api_key")
+    assert seal.check_secrets(str(state), {"vllm_service_api_key": "other-key-123"})[0].endswith(
+        "vllm_service_api_key"
+    )
 
 
 def test_bad_secrets_are_refused_by_name():
@@ -418,7 +422,7 @@ def test_no_secret_reaches_ansibles_output_at_any_verbosity(box, tmp_path):
     """Write, check on the box and check from a survey (which asks the box for the secrets only):
     the key is in no line Ansible prints, even at -vvvv, and the survey path still tells a
     rotated key from the sealed one."""
-    states, etc, witness = box
+    states, _etc, witness = box
     state = states / "vllm_service"
     args = {"state_dir": str(state), "witness": witness, "secrets": {"vllm_service_api_key": KEY}}
     written, out = run_play(tmp_path, {**args, "action": "write"}, "-vvvv")
@@ -427,7 +431,9 @@ def test_no_secret_reaches_ansibles_output_at_any_verbosity(box, tmp_path):
     assert (checked["converged"], checked["source"]) == (True, "box") and KEY not in out
     surveyed = seal.survey(str(states))
     from_survey, out = run_play(tmp_path, {**args, "action": "check", "surveyed": surveyed}, "-vvvv")
-    assert (from_survey.get("converged"), from_survey.get("source")) == (True, "survey"), json.dumps(from_survey)
+    assert (from_survey.get("converged"), from_survey.get("source")) == (True, "survey"), json.dumps(
+        from_survey
+    )
     assert KEY not in out
     rotated = {**args, "secrets": {"vllm_service_api_key": "sk-rotated-424242"}, "surveyed": surveyed}
     moved, out = run_play(tmp_path, {**rotated, "action": "check"}, "-vvvv")

@@ -29,10 +29,15 @@ BASE = {
     "cache_dir": "/srv/cache",
 }
 SECRET = "sk-arcops-7f3a9c1e"
+# The dual-B60 box's render nodes (arcops facts read them), which empty devices stand for.
+NODES = ["/dev/dri/renderD128", "/dev/dri/renderD129"]
+# What the field report's run had that arcops' defaults no longer give without asking.
+OPEN = {"allow_open_routes": True}
+FIELD_WIDER = {"privileged": True, "ipc": "host", "devices": ["/dev/dri:/dev/dri"], "trust_remote_code": True}
 
 
 def spec(host_mem: float | None = 64, **changes):
-    return render(BASE | changes, host_mem)
+    return render(BASE | changes, host_mem, NODES)
 
 
 def problems(host_mem: float | None = 64, **changes) -> list[str]:
@@ -69,9 +74,10 @@ def parse_docker_run(text: str) -> dict:
 
 
 def test_defaults_reproduce_the_field_reports_docker_run():
-    """The report's command, plus the residency filter its author ran but did not print."""
+    """The report's command, plus the residency filter its author ran but did not print, from
+    the defaults and the four wider settings the report used (each an opt-in now)."""
     report = parse_docker_run(REPORT_RUN.read_text())
-    out = spec(64, residency_filter=False)
+    out = spec(64, residency_filter=False, **FIELD_WIDER)
     assert out["name"] == report["--name"]
     assert out["image"] == report["image"]
     assert out["privileged"] is True and report["flags"] == ["--privileged"]
@@ -95,6 +101,32 @@ def test_defaults_reproduce_the_field_reports_docker_run():
     assert out["caches"] == ["/srv/cache/vllm-compile", "/srv/cache/triton"]
 
 
+def test_the_defaults_are_least_privilege():
+    """Unprivileged, a private IPC namespace, only the render nodes of the GPUs in use, no model
+    code run; the tuned settings otherwise as measured."""
+    out = spec()
+    wide = spec(**FIELD_WIDER)
+    assert (out["privileged"], out["ipc"]) == (False, "private")
+    assert out["devices"] == [
+        "/dev/dri/renderD128:/dev/dri/renderD128",
+        "/dev/dri/renderD129:/dev/dri/renderD129",
+    ]
+    assert "--trust-remote-code" not in out["argv"] and "--trust-remote-code" in wide["argv"]
+    assert [a for a in wide["argv"] if a != "--trust-remote-code"] == out["argv"]
+    assert out["env"] == wide["env"] and out["mounts"] == wide["mounts"]
+    one = spec(tensor_parallel_size=1, residency_filter=False)
+    assert one["devices"] == ["/dev/dri/renderD128:/dev/dri/renderD128"]
+    assert spec(devices=["/dev/dri/renderD130"])["devices"] == ["/dev/dri/renderD130"]
+    with pytest.raises(SpecError) as e:
+        render(BASE, 64, ["/dev/dri/renderD128"])
+    assert e.value.problems == [
+        "tensor_parallel_size 2 needs 2 Arc GPUs' render nodes; this box has 1 (/dev/dri/renderD128)"
+    ]
+    with pytest.raises(SpecError) as e:
+        render(BASE, 64, None)
+    assert e.value.problems[0].startswith("devices is empty (the render nodes of the GPUs vLLM uses)")
+
+
 def test_output_is_json_in_the_documented_key_order_with_a_hash_of_the_rest():
     out = spec()
     assert list(out) == [
@@ -109,6 +141,7 @@ def test_output_is_json_in_the_documented_key_order_with_a_hash_of_the_rest():
         "ports",
         "env",
         "env_file",
+        "env_file_keys",
         "argv",
         "caches",
         "residency_filter",
@@ -168,7 +201,7 @@ def test_defaults_are_every_setting_and_missing_keys_take_them():
     nulls = ["image", "model", "served_model_name", "capture_sizes"]
     assert [k for k, v in vllm_spec.DEFAULTS.items() if v is None] == nulls
     everything = BASE | {k: v for k, v in vllm_spec.DEFAULTS.items() if k not in BASE}
-    assert render(everything, 64) == spec()
+    assert render(everything, 64, NODES) == spec()
 
 
 def test_compiled_profile_has_no_graphs_but_keeps_mtp():
@@ -423,11 +456,27 @@ def test_extra_args_may_not_set_managed_flags(arg, flag, setting):
     ]
 
 
-def test_extra_env_and_args_are_appended():
-    out = spec(extra_env={"ZE_AFFINITY_MASK": "0,1", "A_FIRST": "x"}, extra_args=["--seed", "7"])
-    assert out["env"]["ZE_AFFINITY_MASK"] == "0,1"
+def test_extra_env_goes_to_the_env_file_and_args_are_appended():
+    """extra_env may hold a token: the spec names it (env_file_keys), the root-only env file the
+    role writes holds it; a flag that carries a secret in argv is refused."""
+    out = spec(extra_env={"ZE_AFFINITY_MASK": "0,1", "HF_TOKEN": SECRET}, extra_args=["--seed", "7"])
+    assert "ZE_AFFINITY_MASK" not in out["env"] and SECRET not in json.dumps(out)
+    assert (out["env_file"], out["env_file_keys"]) == (
+        "/etc/arcops/vllm/api-key.env",
+        ["HF_TOKEN", "ZE_AFFINITY_MASK"],
+    )
+    assert spec(api_key=True, extra_env={"A": "1"})["env_file_keys"] == ["A", "VLLM_API_KEY"]
+    assert (spec()["env_file"], spec()["env_file_keys"]) == (None, [])
     assert list(out["env"]) == sorted(out["env"])
     assert out["argv"][-2:] == ["--seed", "7"]
+    assert problems(extra_args=["--hf-token", SECRET, f"--hf_token={SECRET}"]) == [
+        f"extra_args sets {flag}, which carries a secret: argv is readable by every user of the box; "
+        "pass it in extra_env (vLLM's container reads it from a root-only env file)"
+        for flag in ("--hf-token", "--hf_token")
+    ]
+    assert problems(extra_env={"A": "x\nB=y"}) == [
+        "extra_env A holds a control character: one line per variable in the env file"
+    ]
 
 
 def test_every_problem_is_listed_one_per_line():
@@ -461,7 +510,7 @@ def test_ram_check_passes_a_64_gb_box_and_can_be_waived_or_skipped():
 
 
 def test_the_api_key_is_never_in_the_spec_or_an_error():
-    out = spec(api_key=SECRET, listen_address="0.0.0.0")
+    out = spec(api_key=SECRET, listen_address="0.0.0.0", allow_open_routes=True)
     assert out["env_file"] == "/etc/arcops/vllm/api-key.env"
     assert out["ports"][0]["host_ip"] == "0.0.0.0"
     assert SECRET not in json.dumps(out)
@@ -475,7 +524,7 @@ def test_the_api_key_is_never_in_the_spec_or_an_error():
         profile="eager",
         capture_sizes=[1],
     )
-    assert len(found) == 5 and SECRET not in "\n".join(found)
+    assert len(found) == 7 and SECRET not in "\n".join(found)  # each --api-key: managed and a secret
     assert problems(api_key=12345) == ["api_key must be a string or a boolean, not int"]
     assert SECRET not in "\n".join(problems(api_key=[SECRET], listen_address="0.0.0.0"))
 
@@ -588,6 +637,7 @@ vllm_service_model_dir: /srv/models
 vllm_service_model: qwen38-fp8
 vllm_service_cache_dir: /srv/cache
 vllm_service_listen_address: 0.0.0.0
+vllm_service_allow_open_routes: true
 vllm_service_api_key: !vault |
   $ANSIBLE_VAULT;1.1;AES256
   36643662303931336362356361373334663632343232323763663465383334353931
@@ -599,7 +649,8 @@ ansible_user: root
 
 
 def render_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    rc = cli.main(["vllm", "render", *argv])
+    nodes = [] if "--render-nodes" in argv else ["--render-nodes", ",".join(NODES)]
+    rc = cli.main(["vllm", "render", *nodes, *argv])
     out, err = capsys.readouterr()
     return rc, out, err
 
@@ -615,10 +666,7 @@ def test_cli_renders_a_vars_file_with_a_vault_value(tmp_path, capsys):
     assert printed["ports"][0]["host_ip"] == "0.0.0.0"
     assert "ANSIBLE_VAULT" not in out + err and "3664366" not in out + err
     assert err == "arcops: host RAM figure for the check: --host-mem-gib 62.7\n"
-    assert printed == render(
-        BASE | {"listen_address": "0.0.0.0", "api_key": True},
-        62.7,
-    )
+    assert printed == render(BASE | {"listen_address": "0.0.0.0", "api_key": True, **OPEN}, 62.7, NODES)
 
 
 def test_cli_e_overrides_win_and_parse_as_json(tmp_path, capsys):
@@ -643,7 +691,7 @@ def test_cli_e_overrides_win_and_parse_as_json(tmp_path, capsys):
     printed = json.loads(out)
     assert printed["ports"][0]["host_port"] == 8001
     assert printed["profile"] == "eager" and "--enforce-eager" in printed["argv"]
-    assert printed["env"]["ZE_AFFINITY_MASK"] == "0,1"
+    assert "ZE_AFFINITY_MASK" in printed["env_file_keys"] and "0,1" not in out  # the env file's
 
 
 def test_cli_reads_json_vars_and_later_files_win(tmp_path, capsys):
@@ -768,9 +816,16 @@ def test_cli_checks_against_this_machines_memtotal_by_default(capsys, monkeypatc
 
 @needs_ansible
 def test_module_renders_the_spec_through_ansiballz():
-    task = run_module("arcops_vllm_spec", json.dumps({"settings": BASE, "host_mem_total_gib": 62.7}))
+    task = run_module(
+        "arcops_vllm_spec", json.dumps({"settings": BASE, "host_mem_total_gib": 62.7, "render_nodes": NODES})
+    )
     assert task["changed"] is False
     assert task["spec"] == spec(62.7)
+    # Not told: the render nodes of this machine's Arc GPUs (none here) stand for empty devices.
+    here = run_module("arcops_vllm_spec", json.dumps({"settings": BASE, "host_mem_total_gib": 62.7}))
+    assert here["problems"] == [
+        "tensor_parallel_size 2 needs 2 Arc GPUs' render nodes; this box has 0 (none)"
+    ]
     assert task["docker"] == vllm_spec.docker_container_args(task["spec"])
 
 
@@ -796,7 +851,10 @@ def test_docker_args_bracket_ipv6_and_mark_read_only_binds(address, published):
 @needs_ansible
 def test_module_fails_with_every_problem_and_never_takes_the_key():
     settings = BASE | {"profile": "compiled", "capture_sizes": [4], "extra_env": {"CCL_ALLREDUCE": "ring"}}
-    task = run_module("arcops_vllm_spec", json.dumps({"settings": settings, "host_mem_total_gib": 24}))
+    task = run_module(
+        "arcops_vllm_spec",
+        json.dumps({"settings": settings, "host_mem_total_gib": 24, "render_nodes": NODES}),
+    )
     assert task["failed"] is True
     assert task["msg"].splitlines() == task["problems"]
     assert [p.split(" ")[0] for p in task["problems"]] == ["capture_sizes", "extra_env", "host"]
@@ -808,7 +866,11 @@ def test_module_fails_with_every_problem_and_never_takes_the_key():
     ok = run_module(
         "arcops_vllm_spec",
         json.dumps(
-            {"settings": BASE | {"api_key": True, "listen_address": "0.0.0.0"}, "host_mem_total_gib": 62.7}
+            {
+                "settings": BASE | {"api_key": True, "listen_address": "0.0.0.0", **OPEN},
+                "host_mem_total_gib": 62.7,
+                "render_nodes": NODES,
+            }
         ),
     )
     assert ok["spec"]["env_file"] == "/etc/arcops/vllm/api-key.env"
@@ -820,7 +882,9 @@ def test_module_reads_this_hosts_ram_when_not_told():
     from arcops.common.sysroot import SysRoot
 
     here = meminfo(SysRoot("/"))["MemTotal"] / GIB
-    task = run_module("arcops_vllm_spec", json.dumps({"settings": BASE | {"profile": "graph_mtp"}}))
+    task = run_module(
+        "arcops_vllm_spec", json.dumps({"settings": BASE | {"profile": "graph_mtp"}, "render_nodes": NODES})
+    )
     low = here < vllm_spec.RAM_REQUIRED_GIB["graph_mtp"] * vllm_spec.VISIBLE_FACTOR
     assert task.get("failed", False) is low
     if low:
@@ -877,9 +941,13 @@ def test_a_flag_that_contradicts_the_profile_is_refused(profile, arg, flag):
     ("changes", "url", "model"),
     [
         ({}, "http://127.0.0.1:8000", "/models/"),
-        ({"listen_address": "0.0.0.0", "api_key": True, "port": 9000}, "http://127.0.0.1:9000", "/models/"),
-        ({"listen_address": "::", "api_key": True}, "http://[::1]:8000", "/models/"),
-        ({"listen_address": "fd00::5", "api_key": True}, "http://[fd00::5]:8000", "/models/"),
+        (
+            {"listen_address": "0.0.0.0", "api_key": True, "port": 9000, **OPEN},
+            "http://127.0.0.1:9000",
+            "/models/",
+        ),
+        ({"listen_address": "::", "api_key": True, **OPEN}, "http://[::1]:8000", "/models/"),
+        ({"listen_address": "fd00::5", "api_key": True, **OPEN}, "http://[fd00::5]:8000", "/models/"),
         ({"served_model_name": "qwen"}, "http://127.0.0.1:8000", "qwen"),
     ],
 )

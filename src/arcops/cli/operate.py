@@ -4,6 +4,7 @@ collector), and a diagnostics bundle."""
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
@@ -56,6 +57,10 @@ def _cmd_diag(args: argparse.Namespace) -> int:
     output = output_file(args.output, "bundle")  # refused before anything is read or freed
     if not args.output.endswith((".tar.gz", ".tgz")):
         raise ValueError(f"bundle {args.output}: name it FILE.tar.gz (it is a gzip'd tar)")
+    if os.path.lexists(output):
+        raise ValueError(
+            f"bundle {args.output}: exists; name a new file (a bundle is never written over a file)"
+        )
     if not args.timeout > 0:
         raise ValueError(f"--timeout {args.timeout}: give seconds above 0")
     bundle = diag.collect(read_root(args), args.timeout, free_devcoredumps=not args.keep_devcoredumps)
@@ -84,7 +89,12 @@ def add(sub) -> None:
         "diag",
         help="one tarball for a misbehaving box: versions, journals, sensors, devcoredumps, secrets redacted",
     )
-    p.add_argument("--output", required=True, metavar="FILE.tar.gz", help="the bundle to write (atomically)")
+    p.add_argument(
+        "--output",
+        required=True,
+        metavar="FILE.tar.gz",
+        help="the bundle to write: a new file, made 0600 and exclusively",
+    )
     p.add_argument(
         "--root", default="/", help="read files under this folder (fixture trees); commands run as found"
     )

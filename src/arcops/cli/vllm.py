@@ -36,8 +36,14 @@ def _cmd_vllm_render(args: argparse.Namespace) -> int:
             mem = host.mem_total_gib(SysRoot("/"))
             figure = f"this machine's MemTotal, {mem:.1f} GiB" if mem else "none (no MemTotal): no RAM check"
         print(f"arcops: host RAM figure for the check: {figure}", file=sys.stderr)
+        nodes = [n for n in args.render_nodes.split(",") if n] if args.render_nodes is not None else None
+        if nodes is None and not settings.get("devices"):  # this machine's Arc GPUs stand for empty devices
+            from ..box import facts
+            from ..vllm import exposure
+
+            nodes = exposure.box_render_nodes(facts.collect(SysRoot("/"), read_journal=False)["gpus"])
         try:
-            spec = vllm_spec.render(settings, mem)
+            spec = vllm_spec.render(settings, mem, nodes)
         except vllm_spec.SpecError as e:
             required = tuple(f"{key} is required" for key in unread)  # already said: unreadable
             problems += [p for p in e.problems if not (unread and p.startswith(required))]
@@ -213,6 +219,11 @@ def add(sub) -> None:
         type=finite,
         metavar="N",
         help="host MemTotal (GiB) for the RAM check (default: this machine's /proc/meminfo)",
+    )
+    q.add_argument(
+        "--render-nodes",
+        metavar="NODE,...",
+        help="render nodes that empty vllm_service_devices stand for (default: this machine's Arc GPUs)",
     )
     q.set_defaults(func=_cmd_vllm_render)
     q = vsub.add_parser(

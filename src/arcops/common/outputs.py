@@ -6,6 +6,7 @@ Every command that writes takes its output path from the user; nothing is writte
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -116,10 +117,8 @@ def private_dir(path: str | os.PathLike[str], top: str | os.PathLike[str] | None
         made.append(walk)
         walk = walk.parent
     for folder in reversed(made):
-        try:
+        with contextlib.suppress(FileExistsError):
             os.mkdir(folder, PRIVATE_DIR)
-        except FileExistsError:
-            pass
     closing = [p]
     if top is not None:
         top_p = Path(top)

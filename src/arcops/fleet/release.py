@@ -24,7 +24,7 @@ import re
 from typing import Any
 
 from ..stages import role_inputs
-from ..vllm import vllm_spec
+from ..vllm import exposure, vllm_spec
 from . import known_stacks
 from .release_id import ID
 
@@ -270,7 +270,8 @@ def _roles_checks(data: dict, v: dict, base_dir: str) -> list[str]:
             "profile": v.get("arcops_vllm_profile", vllm_spec.DEFAULTS["profile"]),
         }
         try:
-            vllm_spec.render(settings, None)
+            # Planning for boxes not read here: as many render nodes as any stack may ask for.
+            vllm_spec.render(settings, None, exposure.PLANNING_NODES)
         except vllm_spec.SpecError as e:
             out += [f"vllm: {problem}" for problem in e.problems]
     return [_release_names(problem) for problem in out]

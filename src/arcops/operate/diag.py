@@ -22,6 +22,7 @@ they are found on PATH.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import io
 import json
@@ -35,6 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..box import drm_memory, facts, xe_events
+from ..common.outputs import OutputError, sync_dir
 from ..common.sysroot import SysRoot
 from ..common.times import utc_iso, utc_stamp
 from ..stages.records import FACT_DIR, STATE_ROOT
@@ -72,12 +74,13 @@ COMMANDS: list[tuple[str, list[str]]] = [
     ("pci/intel-lspci.txt", ["lspci", "-vvv", "-d", "8086:"]),
     ("container/images.txt", ["docker", "images", "--digests", "--no-trunc"]),
 ]
+VLLM_SPEC = "/etc/arcops/vllm/spec.json"
 FILE_GLOBS = [
     f"{FACT_DIR}/arcops*.fact",
     f"{STATE_ROOT}/*/state.json",
     f"{STATE_ROOT}/vllm/starts/*",
     f"{STATE_ROOT}/verify/*",
-    "/etc/arcops/vllm/spec.json",
+    VLLM_SPEC,
     "/etc/default/grub",
     # GRUB's saved default, read as a file: `grub-editenv list` creates a missing grubenv.
     "/boot/grub/grubenv",
@@ -116,8 +119,9 @@ class Entry:
 class Bundle:
     """Entries in memory until written: redacted as they are added."""
 
-    def __init__(self, redactor: Redactor):
+    def __init__(self, redactor: Redactor, secret_files: list[str] | None = None):
         self.redactor = redactor
+        self.secret_files = list(secret_files or SECRET_PATHS)  # never read into the bundle
         self.entries: list[Entry] = []
         self.files: dict[str, bytes] = {}
 
@@ -169,8 +173,34 @@ def run_command(bundle: Bundle, name: str, argv: list[str], timeout: float) -> s
     return done.stdout.decode("utf-8", errors="replace") if done.returncode == 0 else None
 
 
-def _is_secret(root: SysRoot, path: Path) -> bool:
-    return any(path == root.path(p) for p in SECRET_PATHS)
+# Where a record names a file that holds a key (the vLLM endpoint's api_key_file, the spec's
+# env_file): a key moved out of its default place is still known, and its file still left out.
+_KEY_FILE_FIELDS = ("api_key_file", "api_key_env_file", "env_file")
+
+
+def secret_paths(root: SysRoot, records: dict) -> list[str]:
+    """The box's key files: the default places and every one its records or the vLLM spec name."""
+    found = set(SECRET_PATHS)
+
+    def walk(value) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                if key in _KEY_FILE_FIELDS and isinstance(inner, str) and inner.startswith("/"):
+                    found.add(inner)
+                else:
+                    walk(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                walk(inner)
+
+    walk(records)
+    with contextlib.suppress(ValueError):
+        walk(json.loads(root.read(VLLM_SPEC) or "null"))
+    return sorted(found)
+
+
+def _is_secret(root: SysRoot, path: Path, secret_files: list[str]) -> bool:
+    return any(path == root.path(p) for p in secret_files)
 
 
 def add_files(bundle: Bundle, root: SysRoot, patterns: list[str], prefix: str = "files") -> None:
@@ -179,7 +209,7 @@ def add_files(bundle: Bundle, root: SysRoot, patterns: list[str], prefix: str = 
     for pattern in patterns:
         for found in sorted(glob.glob(str(root.path(pattern)))):
             path = Path(found)
-            if path in seen or not path.is_file() or _is_secret(root, path):
+            if path in seen or not path.is_file() or _is_secret(root, path, bundle.secret_files):
                 continue
             seen.add(path)
             host_path = "/" + str(path.relative_to(root.path("/")))
@@ -215,15 +245,16 @@ def collect(
     root: SysRoot, timeout: float = TIMEOUT, free_devcoredumps: bool = True, now: float | None = None
 ) -> Bundle:
     now = time.time() if now is None else now
+    records = read_records(root.path(FACT_DIR))
+    secret_files = secret_paths(root, records)
     secrets: list[str] = []
-    for path in SECRET_PATHS:
+    for path in secret_files:
         text = root.read(path)
         if text:
             secrets += secret_values(text)
-    bundle = Bundle(Redactor(secrets))
+    bundle = Bundle(Redactor(secrets), secret_files)
 
     outputs = {name: run_command(bundle, name, argv, timeout) for name, argv in COMMANDS}
-    records = read_records(root.path(FACT_DIR))
     vllm = records.get("vllm_service") if isinstance(records.get("vllm_service"), dict) else {}
     if vllm.get("container"):
         run_command(
@@ -265,16 +296,26 @@ def write(bundle: Bundle, output: Path, now: float | None = None) -> dict:
         "entries": [asdict(e) for e in bundle.entries],
     }
     files = {"manifest.json": _json(manifest).encode(), **bundle.files}
-    partial = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    # Created exclusively, 0600 from the first byte: the partial bundle under a name nobody can
+    # guess (mkstemp), the bundle by a link that fails when OUTPUT exists (never written through a
+    # file or link somebody else put there).
+    fd, partial_name = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent or ".")
+    partial = Path(partial_name)
     try:
-        with tarfile.open(partial, "w:gz") as tar:
+        with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz") as tar:
             for name, data in files.items():
                 info = tarfile.TarInfo(f"{top}/{name}")
                 info.size, info.mtime, info.mode = len(data), int(now), 0o600
                 tar.addfile(info, io.BytesIO(data))
-        partial.chmod(0o600)  # a bundle is for its owner: logs can say more than they should
-        os.replace(partial, output)
-    except BaseException:
+        with open(partial, "rb") as f:
+            os.fsync(f.fileno())
+        try:
+            os.link(partial, output)
+        except FileExistsError:
+            raise OutputError(
+                f"output file {output}: exists; a bundle is never written over a file"
+            ) from None
+    finally:
         partial.unlink(missing_ok=True)
-        raise
+    sync_dir(output.parent)
     return manifest

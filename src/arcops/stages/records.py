@@ -76,6 +76,11 @@ def _present(path: Path) -> bool:
     return True
 
 
+def private(path: Path) -> bool:
+    """Whether only its owner may read or write the file."""
+    return not os.lstat(path).st_mode & 0o077
+
+
 def pending(
     stage: str, record: Any, state_dir: str | None, fact_dir: str | None = FACT_DIR
 ) -> tuple[str, list[Path]]:
@@ -84,7 +89,8 @@ def pending(
     stale = []
     for path in targets(stage, state_dir, fact_dir):
         try:
-            same = _present(path) and path.read_text(encoding="utf-8") == text
+            # A file others may read (an older version's 0644) is rewritten 0600 too.
+            same = _present(path) and private(path) and path.read_text(encoding="utf-8") == text
         except (OSError, UnicodeDecodeError):
             same = False
         if not same:

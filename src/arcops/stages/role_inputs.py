@@ -79,6 +79,43 @@ def local_file(value: Any, pinned_by: str = "the one given") -> list[str]:
 
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
+# Where llama.cpp may come from: https (the transport checks the server), or a mirror on the box
+# itself (a path or file://). http:// and git:// let anybody on the way hand over other code.
+LLAMA_GIT_URL = re.compile(r"^(https://[^\s@/]+/\S+|file:///\S+|/\S+)$")
+# llama-server flags the role sets: in extra arguments they would bypass the bind check or put
+# the key in argv (where every user of the box reads it).
+LLAMA_MANAGED_FLAGS = ("--host", "--port", "--api-key", "--api-key-file", "--model", "-m")
+
+
+def unit_value(name: str, value: Any) -> list[str]:
+    """A value written into a systemd unit: no control character (a newline would start a new
+    directive, a NUL ends the file for systemd) and no unescaped % (a specifier systemd expands;
+    write %% for a literal one). A list is checked item by item."""
+    items = value if isinstance(value, list) else [value]
+    for item in items:
+        text = str(item)
+        if re.search(r"[\x00-\x1f\x7f]", text):
+            return [f"{name} holds a control character (a newline or NUL would rewrite the unit)"]
+        if "%" in text.replace("%%", ""):
+            return [f"{name} holds a % that systemd would expand: write %% for a literal %"]
+    return []
+
+
+def llama_server_args(args: Any) -> list[str]:
+    """Extra llama-server arguments: a list of strings, none of the flags the role sets."""
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        return ["llama_cpp_sycl_server_extra_args must be a list of strings"]
+    out = []
+    for arg in args:
+        flag = arg.split("=", 1)[0]
+        if flag in LLAMA_MANAGED_FLAGS:
+            out.append(
+                f"llama_cpp_sycl_server_extra_args sets {flag}, which the role sets: use "
+                "llama_cpp_sycl_server_host, _port, _api_key (passed by file, never in argv) or _model"
+            )
+    return out + unit_value("llama_cpp_sycl_server_extra_args", args)
+
+
 CMAKE_ARG = re.compile(r"^-D[A-Za-z_][A-Za-z0-9_]*(:[A-Z]+)?=")
 ROLE_CMAKE = re.compile(r"^-D(GGML_SYCL|CMAKE_C_COMPILER|CMAKE_CXX_COMPILER|CMAKE_INSTALL_PREFIX)(:[A-Z]+)?=")
 
@@ -106,13 +143,22 @@ def llama_cpp_sycl_source(v: dict) -> list[str]:
             out.append("llama_cpp_sycl_oneapi_apt_url must be an http(s) or file: URL")
         if not v.get("llama_cpp_sycl_oneapi_apt_packages"):
             out.append("llama_cpp_sycl_oneapi_apt_packages is empty")
-    if not v.get("llama_cpp_sycl_git_url"):
+    url = v.get("llama_cpp_sycl_git_url")
+    if not url:
         out.append("llama_cpp_sycl_git_url is empty")
+    elif not (isinstance(url, str) and LLAMA_GIT_URL.match(url)):
+        out.append(
+            "llama_cpp_sycl_git_url must be an https:// URL without credentials, or a mirror on the box "
+            "(an absolute path or file://); "
+            + ("it carries credentials" if isinstance(url, str) and "@" in url else f"got {_json(url)}")
+        )
     pin = v.get("llama_cpp_sycl_version")
     if pin in ("master", "main", "HEAD") or not (
         isinstance(pin, str) and re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._/-]*", pin)
     ):
         out.append(f"llama_cpp_sycl_version must pin a tag or a commit (got {_json(pin)}): a branch moves")
+    # A short hash or a branch of another name is refused once the clone can tell (source.yml):
+    # b8696 is a release tag and hex all the same.
     args = v.get("llama_cpp_sycl_cmake_extra_args") or []
     if not isinstance(args, list):
         out.append(f"llama_cpp_sycl_cmake_extra_args must be a list of -DNAME=VALUE (got {_json(args)})")
@@ -139,6 +185,13 @@ def llama_cpp_sycl(v: dict) -> list[str]:
             out.append("llama_cpp_sycl_server_model must be the absolute path of a .gguf on the box")
         if not 0 < (_number(v.get("llama_cpp_sycl_server_port"), int) or 0) < 65536:
             out.append("llama_cpp_sycl_server_port must be 1-65535")
+        out += llama_server_args(v.get("llama_cpp_sycl_server_extra_args", []))
+        for name in (
+            "llama_cpp_sycl_server_model",
+            "llama_cpp_sycl_server_host",
+            "llama_cpp_sycl_server_user",
+        ):
+            out += unit_value(name, v.get(name, ""))
         host = v.get("llama_cpp_sycl_server_host")
         if host not in LOOPBACK and not v.get("llama_cpp_sycl_server_api_key"):
             out.append(
@@ -246,6 +299,12 @@ def vllm_service(v: dict) -> list[str]:
     )
     pinned += ["vllm_service_image_archive"] if v.get("vllm_service_image_archive") else []
     pinned += ["vllm_service_py_spy_wheel"]
+    for name in ("vllm_service_docker_host", "vllm_service_report_dir"):
+        value = v.get(name)
+        if not (isinstance(value, str) and value and not any(c.isspace() for c in value)):
+            out.append(f"{name} must be one word without spaces (it goes into the units' command lines)")
+        else:
+            out += unit_value(name, value)
     if not 1 <= (_number(v.get("vllm_service_watchdog_attempts"), int) or 0) <= 10:
         out.append("vllm_service_watchdog_attempts must be 1 to 10")
     if (_number(v.get("vllm_service_watchdog_start_timeout"), int) or 0) < 60:

@@ -123,9 +123,7 @@ def secrets_reasons(sealed: Any, secrets: Any, key: bytes | None) -> list[str]:
     now = present(secrets)
     sealed = sealed if isinstance(sealed, dict) else {}
     digests = secrets_digest(now, key) if key is not None else {}
-    changed = sorted(
-        k for k in set(sealed) | set(now) if key is None or sealed.get(k) != digests.get(k)
-    )
+    changed = sorted(k for k in set(sealed) | set(now) if key is None or sealed.get(k) != digests.get(k))
     return [f"secret inputs differ from the sealed run: {', '.join(changed)}"] if changed else []
 
 
@@ -475,7 +473,7 @@ def render(seal: dict) -> str:
 
 def differs(state_dir: str, seal: dict) -> bool:
     """Whether storing SEAL would change seal.json (anything but a regular file there does)."""
-    if not _regular(path(state_dir)):
+    if not _regular(path(state_dir)) or not records.private(path(state_dir)):
         return True
     try:
         return path(state_dir).read_text(encoding="utf-8") != render(seal)

@@ -44,7 +44,10 @@ USER_VARS: dict[str, tuple[str, str]] = {
     "arcops_diag_dest": ("path", "where playbooks/diag.yml puts the bundles on the control node"),
     "arcops_diag_timeout": ("int", "seconds each command in a diagnostics bundle may take"),
     "arcops_diag_keep_devcoredumps": ("bool", "copy devcoredumps into the bundle without freeing them"),
-    "arcops_diag_box_file": ("path", "where playbooks/diag.yml makes the bundle on the box"),
+    "arcops_diag_box_dir": (
+        "path",
+        "where playbooks/diag.yml makes its private folder (0700) for the bundle on the box",
+    ),
     # The lab's own (inventories/lab).
     "arcops_lab_hardware": ("str", "the lab's simulated hardware tree"),
     "arcops_lab_cache": ("path", "where the lab keeps its built artefacts"),

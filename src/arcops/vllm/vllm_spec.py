@@ -20,7 +20,7 @@ import posixpath
 import re
 
 from ..common.net import local_host, url_host
-from . import residency_shim
+from . import exposure, residency_shim
 
 PROFILES = ("graph_mtp", "compiled", "eager")
 # Installed RAM (GiB) per profile and the share of it MemTotal shows: the preflight role's figures.
@@ -71,15 +71,18 @@ DEFAULTS: dict[str, object] = {
     "model": None,
     "served_model_name": None,
     "cache_dir": "/var/cache/arcops/vllm",
-    "devices": ["/dev/dri:/dev/dri"],
+    # Least privilege (docs/security.md): the render nodes of the GPUs in use ([] = found on the
+    # box), an unprivileged container, a private IPC namespace; each wider setting is opt-in.
+    "devices": [],
     "mount_dri_by_path": True,
-    "privileged": True,
-    "ipc": "host",
+    "privileged": False,
+    "ipc": "private",
     "shm_size": "32g",
     "listen_address": "127.0.0.1",
     "port": 8000,
     "api_key": "",
     "api_key_env_file": "/etc/arcops/vllm/api-key.env",
+    "allow_open_routes": False,
     "tensor_parallel_size": 2,
     "max_model_len": 262144,
     "allow_long_max_model_len": True,
@@ -89,7 +92,7 @@ DEFAULTS: dict[str, object] = {
     "block_size": 64,
     "max_num_seqs": 8,
     "enable_prefix_caching": True,
-    "trust_remote_code": True,
+    "trust_remote_code": False,
     "mamba_ssm_cache_dtype": "float16",
     "gpu_memory_utilization": 0.95,
     "dtype": "float16",
@@ -131,6 +134,7 @@ TYPES = {
     "port": "int",
     "api_key": "secret",
     "api_key_env_file": "str",
+    "allow_open_routes": "bool",
     "tensor_parallel_size": "int",
     "max_model_len": "int?",
     "allow_long_max_model_len": "bool",
@@ -391,6 +395,9 @@ def _check_service(s: dict, bad: set[str], problems: list[str]) -> str:
             f"listen_address {host_ip} is not loopback and api_key is empty: anyone on the network could "
             "use the server; set api_key (keep it in a vault) or listen on 127.0.0.1"
         )
+    elif not loopback and "api_key" not in bad:
+        problem = exposure.open_routes_problem(host_ip, s["allow_open_routes"])
+        problems += [problem] if problem else []
     return host_ip
 
 
@@ -490,6 +497,11 @@ def _check_extras(s: dict, problems: list[str]) -> None:
             problems.append(
                 f"extra_env key '{key}' is not an environment variable name: use letters, digits, _"
             )
+        elif re.search(r"[\x00-\x1f\x7f]", value):
+            problems.append(
+                f"extra_env {key} holds a control character: one line per variable in the env file"
+            )
+    problems += exposure.secret_args_problems(s["extra_args"], "extra_args")
     for arg in s["extra_args"]:
         flag = _flag(arg)
         if flag and flag.startswith("--no-") and f"--{flag[5:]}" in MANAGED_FLAGS:
@@ -588,14 +600,17 @@ def _env(s: dict) -> dict[str, str]:
         env.update(dict.fromkeys(CCL_THRESHOLDS, str(s["ccl_simple_threshold"])))
     if filter_active(s):
         env[residency_shim.AUDIT_VAR] = posixpath.join(FILTER_TARGET, residency_shim.LIBRARY)
-    env.update(s["extra_env"])
+    # extra_env is not here: its values may be secrets, so they reach the container from the
+    # root-only env file with the key (env_file), never through the spec, a task result or argv.
     return dict(sorted(env.items()))
 
 
-def render(settings: dict, host_mem_total_gib: float | None) -> dict:
+def render(settings: dict, host_mem_total_gib: float | None, render_nodes: list[str] | None = None) -> dict:
     """The container spec for these settings, or SpecError listing every problem.
 
-    host_mem_total_gib is the host's MemTotal in GiB (None: skip the RAM check).
+    host_mem_total_gib is the host's MemTotal in GiB (None: skip the RAM check); render_nodes
+    the render nodes of the box's Arc GPUs (exposure.box_render_nodes), which empty devices
+    stand for (None: not known here, so devices must be given).
     """
     problems: list[str] = []
     s, bad = _typed(settings, problems)
@@ -621,6 +636,10 @@ def render(settings: dict, host_mem_total_gib: float | None) -> dict:
     sizes = _check_profile(s, problems)
     _check_extras(s, problems)
     _check_ram(s["profile"], mem, s["allow_low_ram"], problems)
+    devices = list(s["devices"])
+    if not devices and "tensor_parallel_size" not in bad:
+        devices, problem = exposure.devices_for(render_nodes, s["tensor_parallel_size"])
+        problems += [problem] if problem else []
     if problems:
         raise SpecError(problems)
 
@@ -649,12 +668,14 @@ def render(settings: dict, host_mem_total_gib: float | None) -> dict:
         "privileged": s["privileged"],
         "ipc": s["ipc"],
         "shm_size": s["shm_size"],
-        "devices": list(s["devices"]),
+        "devices": devices,
         "mounts": mounts,
         "ports": [{"host_ip": host_ip, "host_port": s["port"], "container_port": CONTAINER_PORT}],
         "env": _env(s),
-        # The key reaches vLLM as VLLM_API_KEY from this root-only file, never through the spec.
-        "env_file": s["api_key_env_file"] if s["api_key"] else None,
+        # The key (VLLM_API_KEY) and extra_env reach vLLM from this root-only file, never through
+        # the spec; the spec names what is in it, never a value.
+        "env_file": s["api_key_env_file"] if s["api_key"] or s["extra_env"] else None,
+        "env_file_keys": sorted((["VLLM_API_KEY"] if s["api_key"] else []) + list(s["extra_env"])),
         "argv": _argv(s, sizes),
         "caches": [compile_cache, triton_cache],
         # The Level Zero residency filter the role builds on the host (None: off, or one GPU).
@@ -686,7 +707,7 @@ def endpoint(spec: dict) -> dict:
     return {
         "url": f"http://{host}:{port['host_port']}",
         "model": model,
-        "api_key_file": spec["env_file"] or "",
+        "api_key_file": spec["env_file"] if "VLLM_API_KEY" in spec.get("env_file_keys", []) else "",
     }
 
 
