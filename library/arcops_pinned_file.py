@@ -56,6 +56,7 @@ needs_copy:
   type: bool
 """
 
+from ansible.module_utils.arcops.common.http import credentials
 from ansible.module_utils.arcops.stages.pinned_file import PinnedFileError, ensure
 from ansible.module_utils.basic import AnsibleModule
 
@@ -73,6 +74,10 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    url = p["file"].get("url") if isinstance(p["file"], dict) else None
+    userinfo = credentials(url) if isinstance(url, str) else None
+    if userinfo:  # a private mirror's token: masked wherever the result would show it
+        module.no_log_values.update({userinfo, userinfo.partition(":")[2]} - {""})
     try:
         done = ensure(
             p["file"],

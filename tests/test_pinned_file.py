@@ -1,6 +1,7 @@
 """One pinned-file path: a control-node copy or a download lands only with its sha256, and once there
 is never copied, downloaded or hashed again."""
 
+import base64
 import hashlib
 import http.server
 import json
@@ -21,12 +22,16 @@ BODY = b"pinned bytes\n" * 1000
 SHA = hashlib.sha256(BODY).hexdigest()
 
 
+AUTHORIZATIONS: list[str | None] = []
+
+
 @pytest.fixture(scope="module")
 def server():
     """A real HTTP server on loopback: /file serves BODY, anything else is a 404."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
+            AUTHORIZATIONS.append(self.headers.get("Authorization"))
             if self.path != "/file":
                 self.send_error(404)
                 return
@@ -117,6 +122,23 @@ def test_a_bad_download_is_refused_by_url(server, tmp_path, path, sha, error):
     with pytest.raises(PinnedFileError, match=error):
         ensure({"url": f"{server}{path}", "sha256": sha}, str(dest))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_credentials_in_the_url_go_as_a_header_and_never_into_a_message(server, tmp_path):
+    """A private mirror's token in the URL: sent as Basic auth, shown as *** in every error,
+    masked by the module wherever Ansible prints its result."""
+    token_url = server.replace("http://", "http://mirror:s3cret-t0ken@")
+    dest = tmp_path / "dl" / "file"
+    assert ensure({"url": f"{token_url}/file", "sha256": SHA}, str(dest))["changed"]
+    assert AUTHORIZATIONS[-1] == "Basic " + base64.b64encode(b"mirror:s3cret-t0ken").decode()
+    with pytest.raises(PinnedFileError) as e:
+        ensure({"url": f"{token_url}/missing", "sha256": SHA}, str(tmp_path / "x"))
+    assert "s3cret-t0ken" not in str(e.value) and str(e.value).startswith("http://***@127.0.0.1:")
+    task = run_module(
+        "arcops_pinned_file",
+        json.dumps({"file": {"url": f"{token_url}/missing", "sha256": SHA}, "dest": str(tmp_path / "y")}),
+    )
+    assert task["failed"] and "s3cret-t0ken" not in json.dumps(task)
 
 
 def test_an_unreachable_server_is_a_clear_error(tmp_path):

@@ -12,6 +12,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 
+from ..common import http
 from ..common.inputs import read_text
 
 # An env file as the roles write it (VLLM_API_KEY=...) holds a key too.
@@ -63,7 +64,7 @@ class Endpoint:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.base + path, data=data, headers=headers, method=method)
         try:
-            return urllib.request.urlopen(request, timeout=self.timeout)
+            return http.urlopen(request, timeout=self.timeout)  # the key never follows a redirect away
         except urllib.error.HTTPError as e:
             raise ApiError(f"{method} {path}: {e.code} {_server_message(e)}", e.code) from None
         except (urllib.error.URLError, TimeoutError, ConnectionError) as e:

@@ -23,9 +23,10 @@ import os
 import re
 import stat
 import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any, BinaryIO
+
+from ..common import http
 
 CHUNK = 1024 * 1024
 SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -54,7 +55,8 @@ def check_args(
     if not (isinstance(file.get("sha256"), str) and SHA256.fullmatch(file["sha256"])):
         raise PinnedFileError("file: sha256 must be 64 lowercase hex digits")
     if "url" in file and not (isinstance(file["url"], str) and re.match(r"^https?://", file["url"])):
-        raise PinnedFileError(f"file: {file['url']!r} is not an http(s) URL")
+        shown = http.shown(file["url"]) if isinstance(file["url"], str) else file["url"]
+        raise PinnedFileError(f"file: {shown!r} is not an http(s) URL")
     if not (isinstance(dest, str) and os.path.isabs(dest) and os.path.basename(dest)):
         raise PinnedFileError(f"dest: {dest!r} is not an absolute file path")
     return file, Path(dest), _mode(mode, "mode"), _mode(dir_mode, "dir_mode")
@@ -174,14 +176,16 @@ def ensure(
 
 
 def _download(url: str, dest: Path, sha256: str, mode: int, dir_mode: int, timeout: float) -> None:
-    request = urllib.request.Request(url, headers={"User-Agent": "arcops"})
+    # Credentials in the URL (a private mirror's token) go as a header, never into a message.
+    request = http.request(url, {"User-Agent": "arcops"})
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            _land(response, dest, sha256, mode, dir_mode, url)
+        with http.urlopen(request, timeout=timeout) as response:
+            _land(response, dest, sha256, mode, dir_mode, http.shown(url))
     except urllib.error.HTTPError as e:
         raise PinnedFileError(
-            f"{url}: the server answered {e.code} {e.reason}; {dest} was not changed"
+            f"{http.shown(url)}: the server answered {e.code} {e.reason}; {dest} was not changed"
         ) from None
     except (urllib.error.URLError, OSError) as e:
         reason = getattr(e, "reason", None) or getattr(e, "strerror", None) or e
-        raise PinnedFileError(f"{url}: download failed ({reason}); {dest} was not changed") from None
+        where = http.shown(url)
+        raise PinnedFileError(f"{where}: download failed ({reason}); {dest} was not changed") from None
