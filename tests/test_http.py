@@ -92,3 +92,28 @@ def test_a_redirect_from_https_to_http_is_refused():
     request = urllib.request.Request("https://example.invalid/a", headers={"Authorization": "Bearer k"})
     with pytest.raises(urllib.error.HTTPError, match="redirect from https to http refused"):
         handler.redirect_request(request, None, 302, "Found", {}, "http://example.invalid/b")
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("sk-alone\n", "sk-alone"),
+        ("VLLM_API_KEY=sk-env\n", "sk-env"),
+        # vllm_service's env file: the key among extra_env's variables, in any order.
+        ("HF_TOKEN=hf_x\nVLLM_API_KEY=sk-env\nZE_AFFINITY_MASK=0,1\n", "sk-env"),
+    ],
+)
+def test_the_key_is_read_from_a_key_file_or_an_env_file(tmp_path, text, key):
+    from arcops.prove.openai_api import read_key_file
+
+    (tmp_path / "k").write_text(text)
+    assert read_key_file(str(tmp_path / "k")) == key
+
+
+@pytest.mark.parametrize("text", ["", "two\nlines\n", "VLLM_API_KEY=a\nVLLM_API_KEY=b\n", "VLLM_API_KEY=\n"])
+def test_a_key_file_without_one_key_is_refused(tmp_path, text):
+    from arcops.prove.openai_api import read_key_file
+
+    (tmp_path / "k").write_text(text)
+    with pytest.raises(ValueError, match="must hold one key on one line"):
+        read_key_file(str(tmp_path / "k"))

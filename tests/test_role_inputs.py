@@ -281,6 +281,13 @@ def test_vllm_service_hashes_its_archive_on_the_control_node(tmp_path):
             ],
         ),
         (
+            {"llama_cpp_sycl_server_extra_args": ["--hf-token=hf_x"]},
+            [
+                "llama_cpp_sycl_server_extra_args sets --hf-token, which carries a secret: argv is "
+                "readable by every user of the box"
+            ],
+        ),
+        (
             {"llama_cpp_sycl_server_model": "/srv/m%h.gguf"},
             ["llama_cpp_sycl_server_model holds a % that systemd would expand: write %% for a literal %"],
         ),

@@ -29,11 +29,14 @@ class ApiError(Exception):
 
 
 def read_key_file(path: str) -> str:
-    """The API key in PATH: the key alone on one line, or an env file's VLLM_API_KEY=... line."""
-    key = read_text(path, "API key file", limit=4096).strip()
-    key = key.split("=", 1)[1].strip() if key.startswith(KEY_FILE_PREFIXES) else key
+    """The API key in PATH: the key alone on one line, or an env file's VLLM_API_KEY=... line
+    (the file may hold other variables too: vllm_service's extra_env)."""
+    text = read_text(path, "API key file", limit=65536).strip()
+    lines = [line.strip() for line in text.splitlines()]
+    keyed = [line.split("=", 1)[1].strip() for line in lines if line.startswith(KEY_FILE_PREFIXES)]
+    key = (keyed[0] if len(keyed) == 1 else "") if keyed else text
     if not key or "\n" in key:
-        raise ValueError(f"API key file {path}: must hold one key on one line")
+        raise ValueError(f"API key file {path}: must hold one key on one line (or one VLLM_API_KEY= line)")
     return key
 
 

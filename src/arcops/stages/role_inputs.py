@@ -19,6 +19,7 @@ from typing import Any
 
 from ..common.checksum import sha256_file
 from ..common.inputs import read_text
+from ..common.secrets import secret_flag
 from ..kernel.bundle import BundleError, load_lock
 from ..prove import prompts as prompt_set
 from ..prove.bench import PROFILES as bench_profiles
@@ -112,6 +113,11 @@ def llama_server_args(args: Any) -> list[str]:
             out.append(
                 f"llama_cpp_sycl_server_extra_args sets {flag}, which the role sets: use "
                 "llama_cpp_sycl_server_host, _port, _api_key (passed by file, never in argv) or _model"
+            )
+        elif secret_flag(arg):
+            out.append(
+                f"llama_cpp_sycl_server_extra_args sets {flag}, which carries a secret: argv is readable "
+                "by every user of the box"
             )
     return out + unit_value("llama_cpp_sycl_server_extra_args", args)
 
