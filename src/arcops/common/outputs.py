@@ -66,16 +66,16 @@ def output_file(path: str | os.PathLike[str], what: str = "output file") -> Path
 
 def write_atomic(path: str | os.PathLike[str], data: str | bytes, mode: int = 0o644) -> None:
     """Write beside the target, then rename over it: readers see the old file or the new one,
-    and a link standing at the target is replaced, never followed. The file is created with
-    MODE (never wider, whatever the umask), flushed to disk before the rename and the folder
+    and a link standing at the target is replaced, never followed. The file is created anew
+    with MODE (less what the umask takes), flushed to disk before the rename and the folder
     after it, so a power loss leaves the old file or the whole new one."""
     p = Path(path)
     tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
+    tmp.unlink(missing_ok=True)  # one a crash left would keep its own, maybe wider, mode
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     try:
         with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), mode)  # a file left from a crash keeps its old mode otherwise
             f.write(raw)
             f.flush()
             os.fsync(f.fileno())

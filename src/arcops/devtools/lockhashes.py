@@ -12,7 +12,6 @@ the index's own pages (its `#sha256=` fragments), never from a download. Control
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import re
 import sys
@@ -20,6 +19,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+from ..common.checksum import sha256_file
 from ..common.outputs import write_atomic
 
 INDEX = "https://pypi.org/simple"
@@ -82,11 +82,13 @@ def local_hashes(folder: Path | None, name: str, version: str) -> list[str]:
     """The sha256 of every file of NAME==VERSION in a find-links folder."""
     if folder is None or not folder.is_dir():
         return []
-    out = set()
-    for path in folder.iterdir():
-        if path.is_file() and _file_version(path.name, name) == version:
-            out.add(hashlib.sha256(path.read_bytes()).hexdigest())
-    return sorted(out)
+    return sorted(
+        {
+            sha256_file(path)
+            for path in folder.iterdir()
+            if path.is_file() and _file_version(path.name, name) == version
+        }
+    )
 
 
 def fetch_page(name: str) -> str:
