@@ -93,7 +93,9 @@ converged:
   returned: always
   type: bool
 reasons:
-  description: (check) What differs; empty when converged.
+  description:
+    - (check) What differs; empty when converged.
+    - (write) What the new seal changes against the stored one (names only for inputs and secrets).
   returned: always
   type: list
   elements: str
@@ -142,8 +144,9 @@ def main():
         if keyed and key is None and module.check_mode:
             module.exit_json(changed=True, converged=False, reasons=[])  # the key is made for real
         new = seal.make(p["inputs"], p["witness"], secrets, key)
+        reasons = seal.changes(state_dir, new) if seal.differs(state_dir, new) else []
         changed = seal.differs(state_dir, new) if module.check_mode else seal.write(state_dir, new)
-        module.exit_json(changed=changed, converged=False, reasons=[])
+        module.exit_json(changed=changed, converged=False, reasons=reasons)
     except (seal.SealError, OSError) as e:
         module.fail_json(msg=str(e))
 

@@ -100,3 +100,14 @@ def test_verify_lists_only_checks():
         if "TAGS: [" in line and "always" not in line and "play #" not in line:
             tags = set(line.rsplit("TAGS: [", 1)[1].rstrip("]").split(", "))
             assert "verify" in tags, line
+
+
+def test_the_vllm_container_is_created_from_the_checked_image_id():
+    """The tag is checked (digest or archive) and then could move before the create: the
+    container is made from the ID read in that check, which no retag can change."""
+    import yaml
+
+    tasks = yaml.safe_load((REPO / "roles/vllm_service/tasks/deploy.yml").read_text())
+    create = next(t for t in tasks if "community.docker.docker_container" in t)
+    image = create["community.docker.docker_container"]["image"]
+    assert image.startswith("{{ vllm_service_image_id if vllm_service_image_id | length > 0"), image

@@ -82,6 +82,19 @@ def test_drift_on_the_box_is_named(box):
     assert any("0600" in r for r in reasons if "bmg_guc_70" in r)
 
 
+def test_a_new_seal_says_what_it_changes(box):
+    """A run that re-seals (an idempotence run that is not) names why, never with a value."""
+    state, etc, witness = box
+    assert seal.changes(str(state), seal.make(INPUTS, witness))[0].startswith("no seal of this version")
+    seal.write(str(state), seal.make(INPUTS, witness))
+    (etc / "pins.pref").write_text("Package: libze1\nPin: version 9*\n")
+    new = seal.make({**INPUTS, "code": "cd" * 32}, witness, {"api_key": "sk-test-0123456789"}, b"k" * 32)
+    changes = seal.changes(str(state), new)
+    assert changes[:2] == ["inputs differ: code", "secrets differ: api_key"]
+    assert any(c.startswith(f"files {etc}/pins.pref: ") for c in changes[2:])
+    assert "sk-test" not in json.dumps(changes)
+
+
 def test_packages_are_read_from_dpkg_status():
     got = seal.read_packages(["adduser", "dash", "intel-opencl-icd", "nope"], str(STATUS))
     assert got == {

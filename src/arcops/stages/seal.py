@@ -481,6 +481,27 @@ def differs(state_dir: str, seal: dict) -> bool:
         return True
 
 
+def changes(state_dir: str, seal: dict) -> list[str]:
+    """What storing SEAL changes against the stored one: input and secret names, witness
+    differences (secret files by name only). What a write reports, so a run that re-seals
+    says why."""
+    old = load(state_dir)
+    if old is None:
+        return [f"no seal of this version in {state_dir}"]
+    out = []
+    for part in ("inputs", "secrets"):
+        was, now = old[part], seal[part]
+        names = sorted(k for k in set(was) | set(now) if was.get(k) != now.get(k))
+        out += [f"{part} differ: {', '.join(names)}"] if names else []
+    for kind in ("spec", *KINDS):
+        was, now = old["witness"].get(kind), seal["witness"].get(kind)
+        if kind == "secret_files" and was != now:
+            out.append(f"secret_files differ: {', '.join(sorted(set(was or {}) | set(now or {})))}")
+        elif kind != "secret_files":
+            out += _diff(kind, was, now)
+    return out
+
+
 def write(state_dir: str, seal: dict) -> bool:
     """Store the seal; False when the same seal is there already."""
     if not differs(state_dir, seal):

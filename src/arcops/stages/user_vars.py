@@ -37,6 +37,7 @@ USER_VARS: dict[str, tuple[str, str]] = {
     "arcops_vllm_service": ("bool", "deploy the tuned vLLM container and its watchdog"),
     "arcops_vllm_profile": ("str", "graph_mtp, compiled, eager or none"),
     "arcops_allow_reboot": ("bool", "reboot a box when a kernel, firmware or cmdline change needs it"),
+    "arcops_retry_failed_trial": ("bool", "boot again a kernel whose last trial boot failed"),
     "arcops_allow_low_ram": ("bool", "run a vLLM profile below its RAM requirement anyway"),
     "arcops_disk_requirements": ("list", "free space per path: [{path, gib, why}]"),
     "arcops_inference_services": ("list", "units stopped before a reboot"),
