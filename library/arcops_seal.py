@@ -144,8 +144,11 @@ def main():
         if keyed and key is None and module.check_mode:
             module.exit_json(changed=True, converged=False, reasons=[])  # the key is made for real
         new = seal.make(p["inputs"], p["witness"], secrets, key)
-        reasons = seal.changes(state_dir, new) if seal.differs(state_dir, new) else []
-        changed = seal.differs(state_dir, new) if module.check_mode else seal.write(state_dir, new)
+        # Compared once: the reasons and the write both follow from it.
+        changed = seal.differs(state_dir, new)
+        reasons = seal.changes(state_dir, new) if changed else []
+        if changed and not module.check_mode:
+            seal.write(state_dir, new)
         module.exit_json(changed=changed, converged=False, reasons=reasons)
     except (seal.SealError, OSError) as e:
         module.fail_json(msg=str(e))
