@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from arcops.common.sysroot import SysRoot
 
 REPO = Path(__file__).resolve().parent.parent

@@ -9,7 +9,6 @@ import json
 import subprocess
 
 import pytest
-
 from arcops import cli
 from arcops.llama import allocprobe
 

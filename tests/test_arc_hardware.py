@@ -6,7 +6,6 @@ Run on the box (docs/hardware-check.md): ARCOPS_ARC_HARDWARE=1 .venv/bin/pytest 
 import os
 
 import pytest
-
 from arcops.box import facts
 from arcops.common.sysroot import SysRoot
 

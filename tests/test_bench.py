@@ -2,7 +2,6 @@
 timed against the real vLLM (CPU build) of the gate tests."""
 
 import pytest
-
 from arcops.prove import bench
 from arcops.prove.openai_api import Endpoint
 

@@ -4,7 +4,6 @@ import tarfile
 from pathlib import Path
 
 import pytest
-
 from arcops.cli import main
 from arcops.kernel import bundle, stack
 

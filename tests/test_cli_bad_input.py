@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from arcops import cli
 
 # Files every case may name: {tmp} is the case's own folder.

@@ -11,7 +11,6 @@ import tarfile
 from pathlib import Path
 
 import pytest
-
 from arcops import cli
 from arcops.common.checksum import sha256_file
 from arcops.kernel.debrepack import MARKER_FIELD, RepackError, repack, repack_all

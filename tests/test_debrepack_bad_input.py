@@ -10,7 +10,6 @@ import tarfile
 from pathlib import Path
 
 import pytest
-
 from arcops import cli
 from arcops.common.checksum import sha256_file
 from arcops.kernel import debrepack, debs

@@ -13,12 +13,11 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from arcops import cli
 from arcops.operate import redact
 from arcops.stages import records
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from .test_fuzz import FUZZ
 

@@ -17,7 +17,6 @@ from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
-
 from arcops.common.sysroot import SysRoot
 from arcops.vllm.docker_api import DockerError, Engine, parse_timestamp, process_tree, socket_path
 

@@ -4,7 +4,6 @@ role's own), and every playbook it names exists."""
 import re
 
 import yaml
-
 from arcops.stages import user_vars
 
 from .conftest import REPO

@@ -6,9 +6,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
 from arcops.kernel.dpkg_state import (
     Diversion,
     DpkgStateError,
@@ -18,6 +15,8 @@ from arcops.kernel.dpkg_state import (
     plan,
     query_argv,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 FIXTURES = Path(__file__).parent / "fixtures" / "dpkg"
 GUC = "/lib/firmware/xe/bmg_guc_70.bin.zst"

@@ -5,10 +5,9 @@ from __future__ import annotations
 import urllib.error
 
 import pytest
+from arcops.fleet import drain
 from hypothesis import given
 from hypothesis import strategies as st
-
-from arcops.fleet import drain
 
 # vLLM 0.11's /metrics, cut to the gauges a drain reads and their neighbours (real format: HELP,
 # TYPE, labels with the engine and model, floats).

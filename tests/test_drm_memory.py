@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from arcops import cli
 from arcops.box import drm_memory
 from arcops.common.sysroot import SysRoot
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from .conftest import REPO
 from .test_fuzz import FUZZ

@@ -9,7 +9,6 @@ import urllib.error
 import urllib.request
 
 import pytest
-
 from arcops.vllm import exposure, vllm_spec
 
 from .helpers.vllm_cpu import MODEL_NAME

@@ -5,7 +5,6 @@ import struct
 import subprocess
 
 import pytest
-
 from arcops.box.firmware import FirmwareError, blob_version, guc_info_version, loaded_from_journal
 from arcops.common.sysroot import SysRoot
 

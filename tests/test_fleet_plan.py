@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from arcops.cli import main
 from arcops.cli.fleet import plan_rows
 from arcops.stages import records

@@ -100,7 +100,6 @@ def test_arcops_fleet_status_reads_every_box_through_the_playbook(tmp_path, caps
     """Through real ansible-playbook (local connections standing in for SSH): each box's records
     and simulated hardware, in rollout order, with the release each is pinned to."""
     import yaml
-
     from arcops.cli import main
 
     hosts = {}

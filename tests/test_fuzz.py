@@ -10,9 +10,6 @@ import subprocess
 from datetime import timedelta
 from pathlib import Path
 
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
-
 from arcops.box import firmware, journal, xe_events
 from arcops.box.gpus import _bar_mib
 from arcops.box.host import meminfo
@@ -23,6 +20,8 @@ from arcops.kernel.runparts_split import rewrite
 from arcops.kernel.shellscan import ShellSyntaxError
 from arcops.llama import allocprobe
 from arcops.vllm import vllm_spec
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 FUZZ = settings(
     max_examples=150,

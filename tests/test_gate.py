@@ -8,7 +8,6 @@ import threading
 import urllib.request
 
 import pytest
-
 from arcops import cli
 
 from .helpers.prompt_sets import self_answering_set

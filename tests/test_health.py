@@ -4,11 +4,10 @@ verdict, on synthetic readings; the counter and gauges they read, on PyPI's real
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from arcops.vllm import health, serving_metrics
 from arcops.vllm.health import Reading, RestartPolicy, StallWatch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from .test_fuzz import FUZZ
 

@@ -1,5 +1,4 @@
 import pytest
-
 from arcops.box import host
 from arcops.common.sysroot import SysRoot
 

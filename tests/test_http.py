@@ -8,7 +8,6 @@ import urllib.error
 import urllib.request
 
 import pytest
-
 from arcops.common import http as arcops_http
 from arcops.prove.openai_api import Endpoint
 
@@ -60,9 +59,13 @@ def servers():
 def test_authorization_stays_with_its_origin(servers):
     """Same origin: the key goes along. Another origin (another port): it is dropped."""
     headers = {"Authorization": "Bearer sk-test-1"}
-    with arcops_http.urlopen(urllib.request.Request(f"{servers.a}/go/{servers.a}/here", headers=headers), 5):
+    with arcops_http.open_request(
+        urllib.request.Request(f"{servers.a}/go/{servers.a}/here", headers=headers), 5
+    ):
         pass
-    with arcops_http.urlopen(urllib.request.Request(f"{servers.a}/go/{servers.b}/there", headers=headers), 5):
+    with arcops_http.open_request(
+        urllib.request.Request(f"{servers.a}/go/{servers.b}/there", headers=headers), 5
+    ):
         pass
     port_a, port_b = (s.server_port for s in servers.servers)
     assert servers.seen == [

@@ -11,7 +11,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from arcops.devtools.residencybench import build_stub
 from arcops.vllm import residency_shim
 

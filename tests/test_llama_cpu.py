@@ -15,13 +15,12 @@ import socket
 import stat
 
 import pytest
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
-
 from arcops import cli
 from arcops.llama import llama_bench, same_output
 from arcops.prove import bench, gate, verify
 from arcops.prove.openai_api import Endpoint
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from .helpers import llama_cpu
 

@@ -8,11 +8,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from arcops import cli
 from arcops.llama import cxx_scopes, llama_source
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from .helpers.llama_fixture import FIXTURE, export
 from .test_fuzz import FUZZ

@@ -9,7 +9,6 @@ import re
 import subprocess
 
 import pytest
-
 from arcops.devtools import lockhashes
 
 from .conftest import REPO

@@ -14,12 +14,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
-
 from arcops import cli
 from arcops.operate import metrics
 from arcops.stages import records
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from .helpers.debian_mirror import MirrorUnreachable, extract_deb, fetch_deb, unreachable
 from .test_fuzz import FUZZ

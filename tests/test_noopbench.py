@@ -9,11 +9,10 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
 from arcops.devtools import noopbench
 from arcops.devtools.noopbench import BenchError, Run, recap, summary
+from hypothesis import given
+from hypothesis import strategies as st
 
 from .conftest import REPO
 from .test_ansible_module import ANSIBLE, needs_ansible

@@ -10,11 +10,10 @@ import stat
 import threading
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from arcops.stages import pinned_file
 from arcops.stages.pinned_file import PinnedFileError, ensure
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from .test_ansible_module import needs_ansible, run_module
 

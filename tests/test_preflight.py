@@ -6,14 +6,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
-
 from arcops.box import preflight
 from arcops.box.facts import collect
 from arcops.box.preflight import Platform, Settings
 from arcops.common.sysroot import SysRoot
 from arcops.stages import records
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from .conftest import HOST_FIXTURES, REPO
 from .test_ansible_module import needs_ansible, run_module
@@ -260,7 +259,10 @@ def test_module_refuses_bad_settings_by_name(tmp_path):
 
 def test_module_documents_the_seal_folder_it_reads():
     """The survey's folder is records.STATE_ROOT; the doc and every stage's default agree."""
-    assert f"C({records.STATE_ROOT}/<stage>/seal.json)" in (REPO / "library/arcops_preflight.py").read_text()
+    assert (
+        f"C({records.STATE_ROOT}/<stage>/seal.json)"
+        in (REPO / "plugins/modules/arcops_preflight.py").read_text()
+    )
     for stage in ("intel_stack", "mainline_kernel", "llama_cpp_sycl", "vllm_service"):
         for layer in ("defaults", "vars"):
             path = REPO / "roles" / stage / layer / "main.yml"

@@ -4,11 +4,10 @@ prompt file is a set or one clear error naming the prompt and field."""
 import json
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
 from arcops.prove import prompts
 from arcops.prove.prompts import PromptSetError
+from hypothesis import given
+from hypothesis import strategies as st
 
 
 def test_the_shipped_set_has_ten_prompts_of_every_kind():

@@ -9,9 +9,6 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible.plugins.filter.core import to_nice_json
-from hypothesis import given
-from hypothesis import strategies as st
-
 from arcops.stages import status
 from arcops.stages.records import (
     FACT_DIR,
@@ -25,6 +22,8 @@ from arcops.stages.records import (
     targets,
     write,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 from .test_ansible_module import needs_ansible, run_module
 
@@ -100,7 +99,12 @@ def test_link_or_folder_in_the_way_is_refused(tmp_path):
 
 
 def test_module_choices_and_status_read_the_same_table():
-    doc = (REPO / "library" / "arcops_record.py").read_text().split('DOCUMENTATION = r"""')[1].split('"""')[0]
+    doc = (
+        (REPO / "plugins" / "modules" / "arcops_record.py")
+        .read_text()
+        .split('DOCUMENTATION = r"""')[1]
+        .split('"""')[0]
+    )
     options = yaml.safe_load(doc)["options"]
     assert options["stage"]["choices"] == list(STAGES)
     assert options["fact_dir"]["default"] == FACT_DIR

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
-
 from arcops.cli import main
 from arcops.common.checksum import sha256_file
 from arcops.fleet import known_stacks, release
 from arcops.kernel import bundle
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from .helpers.bundle_builder import build_bundle
 
@@ -385,11 +384,11 @@ def test_the_vars_plugin_looks_for_the_release_s_file_name():
 def test_ansible_doc_renders_the_vars_plugin():
     doc = Path(sys.executable).parent / "ansible-doc"
     run = subprocess.run(
-        [str(doc), "-t", "vars", "--json", "arcops_release"],
+        [str(doc), "-t", "vars", "--json", "arcops.arc.arcops_release"],
         cwd=REPO,
         env={**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")},
         capture_output=True,
         text=True,
     )
     assert run.returncode == 0 and "[ERROR]" not in run.stderr, run.stderr
-    assert "stack.yml" in json.loads(run.stdout)["arcops_release"]["doc"]["description"][0]
+    assert "stack.yml" in json.loads(run.stdout)["arcops.arc.arcops_release"]["doc"]["description"][0]

@@ -4,10 +4,9 @@ pinned file on the control node is hashed there."""
 import hashlib
 
 import pytest
+from arcops.stages import role_inputs
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-
-from arcops.stages import role_inputs
 
 from .conftest import REPO
 
@@ -391,7 +390,7 @@ def test_any_values_give_a_list_of_problems_never_a_crash(role, values):
 
 
 def test_the_module_documents_every_role_with_checks():
-    doc = (REPO / "library/arcops_inputs.py").read_text()
+    doc = (REPO / "plugins/modules/arcops_inputs.py").read_text()
     assert f"choices: [{', '.join(role_inputs.CHECKS)}]" in doc
 
 

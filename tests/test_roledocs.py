@@ -5,7 +5,6 @@ import subprocess
 
 import pytest
 import yaml
-
 from arcops.devtools import roledocs
 
 from .conftest import REPO

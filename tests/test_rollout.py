@@ -9,10 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from arcops.fleet import release_id, rollout, waves
 from hypothesis import given
 from hypothesis import strategies as st
-
-from arcops.fleet import release_id, rollout, waves
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -185,9 +184,9 @@ def test_ansible_doc_renders_the_rollout_modules_and_callback():
     doc = Path(sys.executable).parent / "ansible-doc"
     env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")}
     for kind, name in (
-        ("module", "arcops_rollout"),
-        ("module", "arcops_drain"),
-        ("callback", "arcops_changes"),
+        ("module", "arcops.arc.arcops_rollout"),
+        ("module", "arcops.arc.arcops_drain"),
+        ("callback", "arcops.arc.arcops_changes"),
     ):
         run = subprocess.run(
             [str(doc), "-t", kind, "--json", name], cwd=REPO, env=env, capture_output=True, text=True

@@ -8,7 +8,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from arcops.kernel.runparts_split import rewrite
 from arcops.kernel.shellscan import ShellSyntaxError
 

@@ -7,10 +7,9 @@ import subprocess
 import sys
 
 import pytest
+from arcops.stages import seal
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from arcops.stages import seal
 
 from .conftest import REPO
 from .test_ansible_module import needs_ansible, run_module
@@ -281,7 +280,7 @@ PLAY = """
       code: "{{ 'ab' * 32 }}"
   tasks:
     - name: Check
-      arcops_seal:
+      arcops.arc.arcops_seal:
         state_dir: "{{ state_dir }}"
         action: "{{ action }}"
         inputs: "{{ inputs | combine(extra | default({}), recursive=true) }}"

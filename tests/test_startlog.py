@@ -4,11 +4,10 @@ PyPI's CPU builds, captured here), and the XPU wording the watchdog watches for.
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
 from arcops import cli
 from arcops.vllm import startlog
+from hypothesis import given
+from hypothesis import strategies as st
 
 LOGS = Path(__file__).parent / "fixtures" / "vllm" / "startlogs"
 

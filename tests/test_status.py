@@ -8,10 +8,9 @@ import os
 import shutil
 from pathlib import Path
 
+from arcops.stages.status import STAGES, lines, read_records, summarize
 from hypothesis import given
 from hypothesis import strategies as st
-
-from arcops.stages.status import STAGES, lines, read_records, summarize
 
 from .test_fuzz import FUZZ
 

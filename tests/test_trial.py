@@ -5,7 +5,6 @@ import json
 import os
 
 import pytest
-
 from arcops.kernel import trial
 
 from .test_ansible_module import needs_ansible, run_module

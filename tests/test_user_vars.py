@@ -5,10 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from arcops.stages import user_vars
 from hypothesis import example, given
 from hypothesis import strategies as st
-
-from arcops.stages import user_vars
 
 from .conftest import REPO
 from .test_fuzz import FUZZ, json_values
@@ -51,7 +50,7 @@ def test_every_arcops_variable_the_project_reads_is_in_the_table():
         for path in (REPO / folder).rglob("*.yml"):
             used |= set(re.findall(r"\barcops_[a-z_]+\b", path.read_text()))
     used |= set(re.findall(r"\barcops_[a-z_]+\b", (REPO / "site.yml").read_text()))
-    modules = {p.stem for p in (REPO / "library").glob("arcops_*.py")}
+    modules = {p.stem for p in (REPO / "plugins" / "modules").glob("arcops_*.py")}
     facts = {"arcops_" + r.name for r in (REPO / "roles").iterdir()} | {"arcops_facts"}
     missing = used - set(user_vars.USER_VARS) - user_vars.RUN_FACTS - modules - facts
     # A role named arcops_* owns its prefix: its variables are its argument_specs' (checked there).

@@ -15,11 +15,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
-
 from arcops.prove import gate, verify
 from arcops.stages import role_inputs, status
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from .helpers.prompt_sets import self_answering_set
 from .helpers.vllm_cpu import API_KEY, MODEL_NAME

@@ -13,7 +13,6 @@ import re
 import shlex
 
 import pytest
-
 from arcops import cli
 from arcops.vllm import residency_shim, vllm_spec
 from arcops.vllm.vllm_spec import SpecError, render
@@ -190,7 +189,7 @@ def test_residency_filter_settings_are_checked():
 
 
 def test_the_marker_the_role_expects_is_the_one_the_filter_prints():
-    source = (REPO / "src/arcops/cxx/arcops-l0-residency.c").read_text()
+    source = (REPO / "plugins/module_utils/arcops/cxx/arcops-l0-residency.c").read_text()
     version = re.search(r"#define ARCOPS_L0_RESIDENCY_VERSION (\d+)", source)[1]
     assert f"arcops-l0-residency {version}: loaded" == residency_shim.MARKER
     assert '"arcops-l0-residency %d: loaded%s\\n", ARCOPS_L0_RESIDENCY_VERSION' in source

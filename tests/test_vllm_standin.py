@@ -18,7 +18,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from arcops.vllm import health, serving_metrics
 
 from .conftest import REPO

@@ -15,7 +15,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from arcops.box import journal
 from arcops.cli import main
 from arcops.common.sysroot import SysRoot

@@ -2,10 +2,9 @@
 that refuse a rollout before it starts."""
 
 import pytest
+from arcops.fleet import waves
 from hypothesis import given
 from hypothesis import strategies as st
-
-from arcops.fleet import waves
 
 BOXES = [f"arc-{n:02d}" for n in range(1, 11)]
 

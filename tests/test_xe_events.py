@@ -2,7 +2,6 @@ import itertools
 import json
 
 import pytest
-
 from arcops.box.xe_events import (
     ENGINE_RESET,
     GT_RESET,

@@ -2,15 +2,10 @@
 
 The values and the pinned files given by path are on the control node: checking them there
 costs no trip to the box and hashes each local file where it is. Same arguments, result and
-messages as the module (library/arcops_inputs.py documents them).
+messages as the module (plugins/modules/arcops_inputs.py documents them).
 """
 
-import sys
-from pathlib import Path
-
 from ansible.plugins.action import ActionBase
-
-SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 class ActionModule(ActionBase):
@@ -23,9 +18,7 @@ class ActionModule(ActionBase):
         unknown = sorted(set(args) - {"role", "values"})
         if unknown:
             return {**result, "failed": True, "msg": f"{unknown[0]}: not an option of arcops_inputs"}
-        if str(SRC) not in sys.path:
-            sys.path.insert(0, str(SRC))
-        from arcops.stages import role_inputs
+        from ansible_collections.arcops.arc.plugins.module_utils.arcops.stages import role_inputs
 
         try:
             found = role_inputs.problems(args.get("role"), args.get("values"))

@@ -3,7 +3,7 @@
 The module answers first (is the pinned file at dest?). Only when it says needs_copy is the
 control-node file transferred to the box's temporary folder and handed to the module again,
 which checks its sha256 there before renaming it into place. A converged box costs one module
-call and no transfer. The module (library/arcops_pinned_file.py) documents the options.
+call and no transfer. The module (plugins/modules/arcops_pinned_file.py) documents the options.
 """
 
 import os
@@ -30,7 +30,7 @@ class ActionModule(ActionBase):
             return {**result, "failed": True, "msg": f"{local}: no such file on the control node"}
         try:
             done = self._execute_module(
-                module_name="arcops_pinned_file", module_args=args, task_vars=task_vars
+                module_name="arcops.arc.arcops_pinned_file", module_args=args, task_vars=task_vars
             )
             if not done.get("needs_copy"):
                 return {**result, **done}
@@ -39,7 +39,9 @@ class ActionModule(ActionBase):
             self._transfer_file(local, remote)
             self._fixup_perms2((tmpdir, remote))
             done = self._execute_module(
-                module_name="arcops_pinned_file", module_args={**args, "src": remote}, task_vars=task_vars
+                module_name="arcops.arc.arcops_pinned_file",
+                module_args={**args, "src": remote},
+                task_vars=task_vars,
             )
             return {**result, **done}
         except AnsibleError as e:

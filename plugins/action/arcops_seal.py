@@ -4,17 +4,13 @@ A run reads the box once for every stage's seal (arcops_preflight with survey_se
 stage's check then compares its inputs with the surveyed seal here, on the control node, instead
 of reading the box again: a converged site.yml costs one box read for preflight and the seals
 together. Anything else (write, absent, a check the survey does not
-cover) runs the module as usual. The module (library/arcops_seal.py) documents the options.
+cover) runs the module as usual. The module (plugins/modules/arcops_seal.py) documents the options.
 """
 
 import json
-import sys
-from pathlib import Path
 
 from ansible.module_utils.common.json import Direction, get_module_encoder
 from ansible.plugins.action import ActionBase
-
-SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 class ActionModule(ActionBase):
@@ -26,9 +22,7 @@ class ActionModule(ActionBase):
         surveyed = args.pop("surveyed", None)
         if surveyed is not None and not isinstance(surveyed, dict):
             return {**result, "failed": True, "msg": "surveyed: must be a survey (a mapping) or omitted"}
-        if str(SRC) not in sys.path:
-            sys.path.insert(0, str(SRC))
-        from arcops.stages import seal
+        from ansible_collections.arcops.arc.plugins.module_utils.arcops.stages import seal
 
         full_run = args.pop("full_run", False)
         state_dir, check = args.get("state_dir"), args.get("action", "check") == "check"
@@ -50,7 +44,7 @@ class ActionModule(ActionBase):
                 # Only the box holds the key the secrets' HMACs are made with: ask it for them alone.
                 module_args = {"state_dir": state_dir, "action": "check_secrets", "secrets": secrets}
                 done = self._execute_module(
-                    module_name="arcops_seal", module_args=module_args, task_vars=task_vars
+                    module_name="arcops.arc.arcops_seal", module_args=module_args, task_vars=task_vars
                 )
                 if done.get("failed"):
                     return {**result, **done}
@@ -58,7 +52,9 @@ class ActionModule(ActionBase):
             if reasons:
                 return {**result, **self._not_converged(reasons, "survey")}
             return {**result, "changed": False, "converged": True, "reasons": [], "source": "survey"}
-        done = self._execute_module(module_name="arcops_seal", module_args=args, task_vars=task_vars)
+        done = self._execute_module(
+            module_name="arcops.arc.arcops_seal", module_args=args, task_vars=task_vars
+        )
         if args.get("action") == "absent" and not done.get("failed"):
             done["ansible_facts"] = {"stage_seal_survey": {}}  # the box no longer matches it
         if check and not done.get("failed"):

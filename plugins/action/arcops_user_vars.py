@@ -2,16 +2,12 @@
 
 The check reads the roles on the control node and never touches the box, so shipping it as a
 module to a local Python per host only costs time (0.9 s of a 7 s no-op run). Same arguments,
-result and messages as the module (library/arcops_user_vars.py documents them); with
+result and messages as the module (plugins/modules/arcops_user_vars.py documents them); with
 `pattern` it reads the host's variables itself and passes on only their shapes.
 """
 
-import sys
-from pathlib import Path
-
 from ansible.plugins.action import ActionBase
 
-SRC = Path(__file__).resolve().parents[2] / "src"
 ARGS = {"variables": dict, "pattern": str, "roles_dir": str, "host": str, "address": str, "connection": str}
 
 
@@ -31,9 +27,11 @@ class ActionModule(ActionBase):
             return {**result, "failed": True, "msg": "roles_dir: required"}
         if (args.get("variables") is None) == (args.get("pattern") is None):
             return {**result, "failed": True, "msg": "variables, pattern: give exactly one"}
-        if str(SRC) not in sys.path:
-            sys.path.insert(0, str(SRC))
-        from arcops.stages.user_vars import inventory_problems, problems_message, shapes
+        from ansible_collections.arcops.arc.plugins.module_utils.arcops.stages.user_vars import (
+            inventory_problems,
+            problems_message,
+            shapes,
+        )
 
         try:
             if args.get("pattern") is not None:

@@ -7,11 +7,6 @@ terms.
 
 from __future__ import annotations
 
-import json
-import os
-
-from ansible.plugins.callback import CallbackBase
-
 DOCUMENTATION = """
     name: arcops_changes
     type: aggregate
@@ -20,13 +15,18 @@ DOCUMENTATION = """
         - When the environment variable ARCOPS_CHANGES_FILE is set, records each task result
           that reported changed (host, role, task name) and the message of each task named
           "Say what a reboot would be for", and writes them to that file when the run ends.
-        - Loaded from ansible.cfg's callback_plugins without being listed in callbacks_enabled
-          (a user's ANSIBLE_CALLBACKS_ENABLED cannot switch it off); it does nothing without the
-          variable.
+        - The clone's ansible.cfg loads it from callback_plugins, without listing it in
+          callbacks_enabled (a user's ANSIBLE_CALLBACKS_ENABLED cannot switch it off); from the
+          installed collection, list it as arcops.arc.arcops_changes in callbacks_enabled. It does
+          nothing without the variable.
     requirements:
         - ARCOPS_CHANGES_FILE in the environment
 """
 
+import json
+import os
+
+from ansible.plugins.callback import CallbackBase
 
 REBOOT_NOTE = "Say what a reboot would be for"
 

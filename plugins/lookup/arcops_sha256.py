@@ -6,7 +6,8 @@ name: arcops_sha256
 short_description: One sha256 over the contents of control-node files and folders
 description:
   - Hashes every regular file under each term (a file, or a folder walked in name order), with
-    its path relative to the term, into one sha256. Caches (C(__pycache__), C(.pyc)) are skipped.
+    its path relative to the term, into one sha256. Caches (C(__pycache__), C(.pyc)),
+    C(*.egg-info) and C(devtools) folders are skipped.
   - A stage's seal keeps it for the code (roles, modules, the helper package) and the small
     files its variables name (a lock), so a change to any of them ends the fast path.
   - A term that does not exist hashes as missing (the seal then differs once it appears).
@@ -16,13 +17,13 @@ options:
     type: list
     elements: path
     required: true
-author: arcops
+author: arcops maintainers (@arcops)
 """
 
 EXAMPLES = r"""
 - name: Hash the code the role runs
   ansible.builtin.debug:
-    msg: "{{ lookup('arcops_sha256', role_path ~ '/..', role_path ~ '/../../src/arcops') }}"
+    msg: "{{ lookup('arcops.arc.arcops_sha256', role_path ~ '/..', role_path ~ '/../../plugins') }}"
 """
 
 RETURN = r"""
@@ -37,7 +38,10 @@ import os
 
 from ansible.plugins.lookup import LookupBase
 
-SKIP_DIRS = {"__pycache__", ".pytest_cache"}
+# Skipped: caches, pip's *.egg-info of the editable install and the developers' tools. None of
+# them is in the collection (galaxy.yml) or run by a box, and the same code must hash the same
+# from the clone and from the installed collection (or every stage's seal would differ).
+SKIP_DIRS = {"__pycache__", ".pytest_cache", "devtools"}
 
 
 def _walk(top):
@@ -45,7 +49,7 @@ def _walk(top):
         yield "", top
         return
     for folder, dirs, files in os.walk(top):
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.endswith(".egg-info"))
         for name in sorted(files):
             if not name.endswith(".pyc"):
                 full = os.path.join(folder, name)

@@ -25,21 +25,17 @@ DOCUMENTATION = """
 """
 
 import os
-import sys
-from pathlib import Path
 
 from ansible.errors import AnsibleParserError
 from ansible.inventory.group import InventoryObjectType
 from ansible.plugins.vars import BaseVarsPlugin
 
-SRC = Path(__file__).resolve().parents[2] / "src"
 GROUP = "arc_servers"
 FILE_NAME = "stack.yml"  # arcops.fleet.release.FILE_NAME (asserted by the tests)
 _LOADED: dict[tuple[str, float, int], dict] = {}  # one check per release file version and run
 
 
 class VarsModule(BaseVarsPlugin):
-    REQUIRES_ENABLED = True
     is_stateless = True
 
     def get_vars(self, loader, path, entities, cache=True):
@@ -52,9 +48,7 @@ class VarsModule(BaseVarsPlugin):
             st = os.stat(file)
         except FileNotFoundError:
             return {}  # no release here (and nothing imported: most runs pay nothing)
-        if str(SRC) not in sys.path:
-            sys.path.insert(0, str(SRC))
-        from arcops.fleet import release
+        from ansible_collections.arcops.arc.plugins.module_utils.arcops.fleet import release
 
         key = (file, st.st_mtime, st.st_size)
         if key not in _LOADED:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-CXX_DIR = REPO / "src" / "arcops" / "cxx"
+CXX_DIR = REPO / "plugins" / "module_utils" / "arcops" / "cxx"
 
 
 @dataclass

@@ -39,7 +39,7 @@ SEED = 1234
 def corpus() -> list[str]:
     """Text to train the tokenizer on: this project's own docs and code (always here)."""
     root = Path(__file__).resolve().parents[2]
-    files = sorted(root.glob("docs/*.md")) + sorted(root.glob("src/arcops/**/*.py"))
+    files = sorted(root.glob("docs/*.md")) + sorted(root.glob("plugins/module_utils/arcops/**/*.py"))
     return [p.read_text(encoding="utf-8", errors="replace") for p in files]
 
 

@@ -1,0 +1,180 @@
+"""arcops fleet check | status | plan: a stack release, the fleet's status, a rollout's dry run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ..common.report import print_json, print_table
+from ..fleet import changes, fleet_status, release
+from .common import Parser
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    try:
+        found = release.load(args.file)
+    except release.ReleaseError as e:
+        # Every problem on its own line, each naming the file: a release is fixed in one pass.
+        for problem in e.problems:
+            named = problem if problem.startswith(args.file) else f"{args.file}: {problem}"
+            print(f"arcops fleet check: {' '.join(named.split())}", file=sys.stderr)
+        return 2
+    if args.json:
+        print_json(found)
+        return 0
+    print(f"release {found['id']} ({found['file']})")
+    rows = [{"variable": k, "value": json.dumps(v, sort_keys=True)} for k, v in sorted(found["vars"].items())]
+    print_table(rows, ["variable", "value"])
+    for line in found["known"] or ["no known stack matches"]:
+        print(f"known stacks: {line}")
+    return 0
+
+
+REPO = Path(__file__).resolve().parents[4]  # plugins/module_utils/arcops/cli/fleet.py
+
+
+def _run_playbook(
+    command: str, inventory: str, name: str, extra: dict, env: dict | None = None, check: bool = False
+):
+    """Run playbooks/NAME against INVENTORY (this checkout's ansible.cfg; a dry run with CHECK):
+    the finished process, or None after saying why it could not start."""
+    playbook = REPO / "playbooks" / name
+    if not playbook.is_file():
+        print(
+            f"arcops fleet {command}: runs from an arcops checkout ({playbook} is missing)", file=sys.stderr
+        )
+        return None
+    if not os.path.exists(inventory):
+        print(f"arcops fleet {command}: -i {inventory}: no such inventory", file=sys.stderr)
+        return None
+    runner = Path(sys.executable).with_name("ansible-playbook")
+    argv = [str(runner), "-i", inventory, str(playbook), "-e", json.dumps(extra)]
+    if check:
+        argv.append("--check")
+    full_env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), **(env or {})}
+    return subprocess.run(argv, env=full_env, capture_output=True, text=True, check=False)
+
+
+def _failed(command: str, done) -> int:
+    tail = (done.stdout + done.stderr).strip().splitlines()[-8:]
+    print(f"arcops fleet {command}: ansible-playbook failed ({done.returncode}):", file=sys.stderr)
+    print("\n".join(f"  {line}" for line in tail), file=sys.stderr)
+    return 2
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="arcops-fleet-") as tmp:
+        out = Path(tmp) / "status.json"
+        print(f"reading every box of {args.inventory} ...", file=sys.stderr)
+        done = _run_playbook(
+            "status", args.inventory, "fleet_status.yml", {"arcops_fleet_status_output": str(out)}
+        )
+        if done is None:
+            return 2
+        if done.returncode != 0 or not out.is_file():
+            return _failed("status", done)
+        data = json.loads(out.read_text())
+    if args.json:
+        print_json(data)
+    else:
+        print("\n".join(fleet_status.table(data["rows"])))
+        for problem in data["problems"]:
+            print(f"waves: {problem}")
+    return 0
+
+
+PLAN_COLUMNS = ["box", "wave", "action", "from", "to", "changes", "reboot"]
+
+
+def plan_rows(planned: dict, changed: dict) -> list[dict]:
+    """The plan's boxes with what the dry run would change on each and why it would reboot."""
+    per_box = changes.by_box(changed.get("changed") or [])
+    reboots = changed.get("reboots") or {}
+    rows = []
+    for b in planned["boxes"]:
+        found = per_box.get(b["box"], {"kinds": [], "tasks": []})
+        rows.append(
+            {
+                "box": b["box"],
+                "wave": f"{b['wave']} {b['batch']}",
+                "action": b["action"] or "-",
+                "from": b["before"] or "-",
+                "to": b["target"] or "-",
+                "changes": ", ".join(found["kinds"]) if b["action"] != "check" else "none (gated only)",
+                "reboot": "; ".join(r.removeprefix("Would reboot: ") for r in reboots.get(b["box"], []))
+                or "no",
+                "tasks": found["tasks"],
+            }
+        )
+    return rows
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="arcops-fleet-") as tmp:
+        plan_file, changes_file = Path(tmp) / "plan.json", Path(tmp) / "changes.json"
+        print(f"dry run of playbooks/rollout.yml on every box of {args.inventory} ...", file=sys.stderr)
+        done = _run_playbook(
+            "plan",
+            args.inventory,
+            "rollout.yml",
+            {"arcops_rollout_plan_output": str(plan_file)},
+            {"ARCOPS_CHANGES_FILE": str(changes_file)},
+            check=True,
+        )
+        if done is None:
+            return 2
+        planned = json.loads(plan_file.read_text()) if plan_file.is_file() else None
+        if planned and planned["problems"]:
+            for problem in planned["problems"]:
+                print(f"arcops fleet plan: refused: {problem}", file=sys.stderr)
+            return 2
+        if done.returncode == 0 and planned is None:  # the plan play matched no host
+            print(f"arcops fleet plan: -i {args.inventory}: no box in arc_servers", file=sys.stderr)
+            return 2
+        if done.returncode != 0 or planned is None or not changes_file.is_file():
+            return _failed("plan", done)
+        rows = plan_rows(planned, json.loads(changes_file.read_text()))
+    known = planned.get("known") or []
+    if args.json:
+        print_json({"boxes": rows, "known": known})
+    else:
+        print_table(rows, PLAN_COLUMNS)
+        for line in known or ["no known stack matches"]:
+            print(f"known stacks: {line}")
+    return 0
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("fleet", help="stack releases and fleet rollouts")
+    fleet = p.add_subparsers(dest="fleet_command", required=True, parser_class=Parser)
+    c = fleet.add_parser(
+        "check",
+        help="check a stack release: keys, pinned files, the roles' checks, known-bad stacks",
+        description="Exit 0: usable (its role variables are printed); 2: every problem, a line each.",
+    )
+    c.add_argument("file", help=f"the release file (an inventory's {release.FILE_NAME})")
+    c.add_argument("--json", action="store_true", help="print JSON: id, file, vars, known-stack matches")
+    c.set_defaults(func=_cmd_check)
+    s = fleet.add_parser(
+        "status",
+        help="every box: release running and targeted, kernel, GuC, image, last start and gate, xe resets",
+        description="Runs playbooks/fleet_status.yml: reads records and this boot's journal; changes nothing",
+    )
+    s.add_argument("-i", "--inventory", required=True, help="the fleet's inventory (a folder or hosts file)")
+    s.add_argument("--json", action="store_true", help="print JSON: rows and wave problems")
+    s.set_defaults(func=_cmd_status)
+    pl = fleet.add_parser(
+        "plan",
+        help="what a rollout would do: per box its wave, action, what would change, whether it reboots",
+        description="Runs playbooks/rollout.yml in check mode (no change). Exit 0: the plan; 2: refused.",
+    )
+    pl.add_argument("-i", "--inventory", required=True, help="the fleet's inventory (with its stack.yml)")
+    pl.add_argument(
+        "--json", action="store_true", help="print JSON: boxes, each with the tasks that would change"
+    )
+    pl.set_defaults(func=_cmd_plan)

@@ -1,0 +1,170 @@
+"""The watch after start-up: at each look (the caller sets the pace), vLLM's /metrics and the
+kernel lines since the last look (arcops.vllm.health judges), and on a stall or a new xe event:
+evidence first, then a restart when the policy allows, and a health report either way.
+
+Everything it touches comes in as a callable (fetch, new kernel lines, evidence, restart, clocks),
+so the loop is tested as it runs; the service that wires it to the box's journal, engine and
+systemd comes with the role. Restarts are kept in REPORT_DIR/health-restarts.json, so the
+policy holds across restarts of the watch itself.
+
+Stdlib only: it runs on the box.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import urllib.error
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..box import xe_events
+from ..common.outputs import write_atomic
+from ..common.times import utc_iso, utc_stamp
+from . import health, serving_metrics
+
+HANG_KINDS = (xe_events.ENGINE_RESET, xe_events.TIMEDOUT_JOB)
+
+
+class RestartError(RuntimeError):
+    """The service manager refused or failed the restart (said in the report)."""
+
+
+RESTARTS_FILE = "health-restarts.json"
+LATEST = "health-latest.json"
+
+
+def read_restarts(report_dir: Path) -> list[float] | None:
+    """The restart times kept in report_dir (finite numbers only); None when there is no such
+    file or it cannot be read as a list. The watch's policy and the metrics read it so."""
+    try:
+        data = json.loads((report_dir / RESTARTS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(data, list):
+        return None
+    return [
+        float(t) for t in data if isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t)
+    ]
+
+
+@dataclass(frozen=True)
+class Options:
+    stall_seconds: float = 300.0
+    max_restarts_per_hour: int = 3
+    min_interval: float = 600.0
+    # Looks in a row without an answer before it is reported (a restart by systemd is no stall).
+    unreachable_after: int = 6
+
+
+class HealthWatch:
+    def __init__(
+        self,
+        url: str,
+        report_dir: Path,
+        options: Options,
+        new_kernel_lines: Callable[[], list[str]],
+        evidence: Callable[[Path], dict],
+        restart: Callable[[], None],
+        fetch: Callable[[str], str] = serving_metrics.fetch,
+        monotonic: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ):
+        self.url, self.report_dir, self.options = url, report_dir, options
+        self.new_kernel_lines, self.evidence, self.restart, self.fetch = (
+            new_kernel_lines,
+            evidence,
+            restart,
+            fetch,
+        )
+        self.monotonic, self.wall = monotonic, wall
+        self.watch = health.StallWatch(options.stall_seconds)
+        self.policy = health.RestartPolicy(
+            options.max_restarts_per_hour, options.min_interval, read_restarts(report_dir) or []
+        )
+        self.unanswered = 0
+        # The state of a refused verdict already reported: a stall the policy will not restart
+        # is reported once, not at every look, until the server is well again.
+        self.refused: tuple[str, bool] | None = None
+
+    def _report(self, report: dict) -> Path:
+        self.report_dir.mkdir(parents=True, exist_ok=True)
+        path = self.report_dir / f"health-{utc_stamp(report['at_epoch'])}-{report['state']}.json"
+        text = json.dumps(report, indent=1, sort_keys=True) + "\n"
+        write_atomic(path, text)
+        write_atomic(self.report_dir / LATEST, text)
+        return path
+
+    def idle(self) -> None:
+        """A look skipped while the service is not up (starting, stopping, stopped): the kernel
+        lines of that time are its start watchdog's, and a silence then is no silence."""
+        self.new_kernel_lines()
+        self.unanswered = 0
+
+    def step(self) -> dict | None:
+        """One look; the health report written (None when all is well)."""
+        now_wall = self.wall()
+        lines = self.new_kernel_lines()
+        found = xe_events.count(lines)["by_kind"] if lines else {}
+        new_events = sum(found.get(kind, 0) for kind in HANG_KINDS)
+        why = ""
+        try:
+            r = health.reading(self.fetch(self.url), self.monotonic())
+        except (urllib.error.URLError, OSError, serving_metrics.MetricsError) as e:
+            self.unanswered += 1
+            if self.unanswered != self.options.unreachable_after and not new_events:
+                return None
+            # Reported once per silence (restarts are systemd's business then), or with an xe event.
+            r = None
+            why = " ".join(str(getattr(e, "reason", e)).split())
+        else:
+            self.unanswered = 0
+        if r is None and new_events:
+            allowed, why_not = self.policy.decide(now_wall)
+            detail = (
+                f"{new_events} new xe engine reset(s) or timed-out job(s); /metrics not answering ({why})"
+            )
+            verdict = health.Verdict("xe_event", detail, allowed, "" if allowed else why_not)
+        elif r is None:
+            detail = f"/metrics not answering for {self.unanswered} look(s) ({why})"
+            verdict = health.Verdict("unreachable", detail, False, "systemd restarts a service that died")
+        else:
+            verdict = health.assess(r, self.watch, new_events, self.policy, now_wall)
+            if verdict.state == "ok":
+                self.refused = None
+                return None
+        if not verdict.restart and verdict.state != "unreachable":
+            said = (verdict.state, self.policy.exhausted(now_wall))
+            if said == self.refused:
+                return None
+            self.refused = said
+        else:
+            self.refused = None
+        report = {
+            "at": utc_iso(now_wall),
+            "at_epoch": now_wall,
+            **asdict(verdict),
+            "reading": None if r is None else asdict(r),
+            "xe_events": found,
+            "evidence": None,
+            "restarted": False,
+            "restart_error": None,
+        }
+        if verdict.restart:
+            report["evidence"] = self.evidence(self.report_dir / f"health-{utc_stamp(now_wall)}")
+            # Kept before the restart is asked for: a watch stopped by it (or dying in it) still
+            # counts it, so no crash can turn the policy into a restart loop.
+            self.policy.record(now_wall)
+            self.report_dir.mkdir(parents=True, exist_ok=True)
+            write_atomic(self.report_dir / RESTARTS_FILE, json.dumps(self.policy.history) + "\n")
+            try:
+                self.restart()
+            except (OSError, RestartError) as e:
+                report["restart_error"] = str(e)
+            else:
+                report["restarted"] = True
+            self.watch = health.StallWatch(self.options.stall_seconds)  # a new server: a new watch
+        self._report(report)
+        return report

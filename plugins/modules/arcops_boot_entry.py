@@ -1,0 +1,54 @@
+#!/usr/bin/python
+"""Ansible adapter over arcops.kernel.grub.boot_entry: can this kernel release boot, and how to pick it."""
+
+DOCUMENTATION = r"""
+---
+module: arcops_boot_entry
+short_description: Check /boot and grub.cfg for a kernel release, and read GRUB's saved default
+description:
+  - Reports whether vmlinuz and initrd exist for O(release), the grub.cfg entry path to pass to
+    grub-set-default, and grubenv's saved_entry. Never changes the host; supports check mode.
+options:
+  release: {description: "Kernel release, e.g. C(6.17.0-1009-intel).", type: str, required: true}
+  root: {description: Filesystem root to read under., type: path, default: /}
+author: arcops maintainers (@arcops)
+"""
+
+EXAMPLES = r"""
+- name: Read the boot entry of the pinned kernel
+  arcops_boot_entry:
+    release: 6.17.0-1009-intel
+  register: entry
+"""
+
+RETURN = r"""
+entry:
+  description: release, vmlinuz, initrd, entry_path, entry_title, saved_entry, bootable.
+  returned: always
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.sysroot import SysRoot
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.kernel.grub import boot_entry
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "release": {"type": "str", "required": True},
+            "root": {"type": "path", "default": "/"},
+        },
+        supports_check_mode=True,
+    )
+    root = SysRoot(module.params["root"])
+    try:
+        root.check()
+    except ValueError as e:
+        module.fail_json(msg=f"root: {e}")
+    entry = boot_entry(root, module.params["release"])
+    module.exit_json(changed=False, entry=entry.as_dict())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+#!/usr/bin/python
+"""Ansible adapter over arcops.prove.verify: gate (and bench) the services the box serves."""
+
+DOCUMENTATION = r"""
+---
+module: arcops_verify
+short_description: Gate (and bench) every service the box serves, as arcops gate does
+description:
+  - Asks each target the prompt set one at a time and all at once (greedy, seed 0, thinking off)
+    and judges the answers (arcops.prove.gate); compares them with the golden recorded for the
+    target's model and stack when one is given; with O(watch_host), samples MemAvailable and swap
+    and follows the kernel journal during the runs (an xe event fails the target).
+  - Without O(targets), the targets are the endpoints the serving stages recorded
+    (C(vllm_service), C(llama_cpp_sycl) in O(fact_dir)); no target at all is a failure.
+  - A target that cannot be asked (not running, wrong key, model not served) fails; it is not a
+    bad input. Bad inputs (a target, the prompt set, a golden, the bench options) fail the task.
+  - Never changes the box (the role records the result); the task fails only on bad input, the
+    verdict is C(passed). Runs in check mode too (it only asks).
+options:
+  targets:
+    description:
+      - Services to verify, each C(name), C(url) and optional C(kind), C(model) (empty - the one the
+        server serves), C(api_key_file) (on the box; the key alone or an env file's C(VLLM_API_KEY=)
+        line) and C(stack) (goldens match on it). Omitted, the serving stages' records give them.
+    type: list
+    elements: dict
+  fact_dir:
+    description: Where the stages' records are published (read when O(targets) is omitted).
+    type: path
+    default: /etc/ansible/facts.d
+  prompts: {description: "A prompt set (docs/prove.md); omitted, the shipped set.", type: dict}
+  goldens:
+    description: Golden files' contents; the one recorded for a target's model and stack is compared.
+    type: list
+    elements: dict
+    default: []
+  fail_on_drift: {description: A difference from the golden fails the target., type: bool, default: false}
+  watch_host:
+    description: Watch RAM, swap and the kernel journal's xe events during the runs.
+    type: bool
+    default: true
+  timeout: {description: Seconds per request., type: float, default: 300}
+  bench:
+    description:
+      - Also bench each target whose gate passed, with C(concurrency), C(prompt_lengths),
+        C(output_tokens), C(requests), C(baseline) (a profile name or a bench result's JSON text)
+        and C(tolerance); a figure worse than the baseline fails the target. Omitted, no bench.
+    type: dict
+author: arcops maintainers (@arcops)
+"""
+
+EXAMPLES = r"""
+- name: Gate what the box serves
+  arcops_verify:
+  register: verify_result
+"""
+
+RETURN = r"""
+passed: {description: Every target passed., returned: always, type: bool}
+record: {description: The verdict as the stage records it (nothing volatile)., returned: always, type: dict}
+reasons: {description: "Why it failed, one line each.", returned: always, type: list, elements: str}
+lines: {description: "One line per target, for display.", returned: always, type: list, elements: str}
+results:
+  description: Each target's full gate report and bench result (or its error).
+  returned: always
+  type: list
+  elements: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove import verify
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove.host_watch import HostWatch
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove.prompts import PromptSetError
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.stages.records import FACT_DIR
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.stages.status import read_records
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "targets": {"type": "list", "elements": "dict"},
+            "fact_dir": {"type": "path", "default": FACT_DIR},
+            "prompts": {"type": "dict"},
+            "goldens": {"type": "list", "elements": "dict", "default": []},
+            "fail_on_drift": {"type": "bool", "default": False},
+            "watch_host": {"type": "bool", "default": True},
+            "timeout": {"type": "float", "default": 300.0},
+            "bench": {"type": "dict"},
+        },
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        if p["targets"] is None:
+            targets = verify.targets_from_records(read_records(p["fact_dir"]))
+        else:
+            targets = verify.check_targets(p["targets"])
+        data = verify.prompt_data(p["prompts"])
+        goldens = verify.check_goldens(p["goldens"])
+        options = verify.bench_options(p["bench"])
+        if not p["timeout"] > 0:
+            raise verify.VerifyError(f"timeout: {p['timeout']} seconds: must be above 0")
+    except (verify.VerifyError, PromptSetError, ValueError) as e:
+        module.fail_json(msg=str(e))
+    out = verify.run(
+        targets,
+        data,
+        goldens,
+        p["fail_on_drift"],
+        p["timeout"],
+        options,
+        HostWatch if p["watch_host"] else None,
+    )
+    module.exit_json(changed=False, lines=verify.lines(out["record"]), **out)
+
+
+if __name__ == "__main__":
+    main()

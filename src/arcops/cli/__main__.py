@@ -1,7 +1,0 @@
-"""python -m arcops.cli (how the boxes run it: /usr/local/bin/arcops)."""
-
-import sys
-
-from . import main
-
-sys.exit(main())
