@@ -116,3 +116,30 @@ def test_roles_and_playbooks_call_our_modules_and_plugins_by_their_full_names():
                 f"{path.relative_to(REPO)}: {m.group(0).strip()}" for m in bare.finditer(path.read_text())
             ]
     assert not found, found
+
+
+def _pins(lock: Path) -> dict[str, str]:
+    pins = {}
+    for line in lock.read_text().splitlines():
+        if m := re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s\\]+)", line):
+            pins[re.sub(r"[-_.]+", "-", m[1]).lower()] = m[2]
+    return pins
+
+
+def test_the_execution_environment_pins_what_the_project_pins():
+    """One version of each package: the EE's lock agrees with requirements.lock, every pin has
+    hashes, and execution-environment.yml asks for the same ansible-core and ansible-runner."""
+    ee, main = _pins(REPO / "requirements-ee.lock"), _pins(REPO / "requirements.lock")
+    assert {"ansible", "ansible-core", "ansible-runner", "bindep", "dumb-init"} <= set(ee)
+    assert {n: v for n, v in ee.items() if n in main and main[n] != v} == {}
+    text = (REPO / "requirements-ee.lock").read_text()
+    assert text.count("--hash=sha256:") >= len(ee)
+    definition = yaml.safe_load((REPO / "execution-environment.yml").read_text())
+    deps = definition["dependencies"]
+    assert deps["ansible_core"]["package_pip"] == f"ansible-core=={main['ansible-core']}"
+    assert deps["ansible_runner"]["package_pip"] == f"ansible-runner=={main['ansible-runner']}"
+    assert definition["options"]["container_init"]["package_pip"] == f"dumb-init=={ee['dumb-init']}"
+
+
+def test_the_collection_carries_its_system_packages(members):
+    assert "bindep.txt" in members and "execution-environment.yml" not in members

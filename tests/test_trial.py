@@ -6,6 +6,8 @@ import os
 
 import pytest
 from arcops.kernel import trial
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from .test_ansible_module import needs_ansible, run_module
 
@@ -100,3 +102,46 @@ def test_the_module_plans_starts_and_ends_a_trial_through_ansible(tmp_path):
     run_module("arcops_trial_boot", f"action=start running={OLD} {base}")
     assert run_module("arcops_trial_boot", f"action=end running={NEW} {base}")["trial"]["result"] == "passed"
     assert not run_module("arcops_trial_boot", f"action=end running={NEW} {base}")["changed"]
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=12,
+)
+_records = st.fixed_dictionaries(
+    {},
+    optional={
+        "kernel": st.text(max_size=20) | _json,
+        "result": st.sampled_from(sorted(trial.RESULTS)) | _json,
+        "at": _json,
+    },
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.one_of(
+        st.binary(max_size=200),
+        _json.map(lambda v: json.dumps(v).encode()),
+        _records.map(lambda r: json.dumps(r).encode()),
+    ),
+    st.text(max_size=12),
+    st.text(max_size=12),
+    st.booleans(),
+)
+def test_any_trial_file_is_read_or_refused_by_name_and_plans_never_crash(
+    tmp_path, raw, release, running, retry
+):
+    """What a trial.json holds (cut short, another shape, bytes): a record the plan can use, or
+    one line naming the file; never another exception."""
+    (tmp_path / trial.TRIAL_FILE).write_bytes(raw)
+    try:
+        record = trial.read(tmp_path)
+    except trial.TrialError as e:
+        assert str(tmp_path / trial.TRIAL_FILE) in str(e) and "\n" not in str(e)
+        return
+    try:
+        trial.plan(record, release or "6.17.0-1009-intel", running or "6.8.0-1-generic", retry)
+    except trial.TrialError as e:
+        assert "\n" not in str(e)

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..common.outputs import PRIVATE_FILE, write_atomic
 from ..common.times import utc_iso
-from ..stages.records import _present, state_folder
+from ..stages.records import present, state_folder
 
 TRIAL_FILE = "trial.json"
 RESULTS = ("pending", "passed", "failed")
@@ -51,7 +51,7 @@ def read(state_dir: str | Path) -> dict | None:
     """The trial record, or None; a damaged one is refused by name, never read as "no trial"."""
     p = path(state_dir)
     try:
-        if not _present(p):
+        if not present(p):
             return None
         record = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as e:

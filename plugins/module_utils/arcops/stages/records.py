@@ -62,7 +62,7 @@ def targets(stage: str, state_dir: str | None, fact_dir: str | None = FACT_DIR) 
     return [*out, Path(fact_dir) / STAGES[stage]] if fact_dir else out
 
 
-def _present(path: Path) -> bool:
+def present(path: Path) -> bool:
     """Whether a record file is there to read; anything but a regular file is refused (a link
     could point anywhere, and reading a FIFO would hang)."""
     try:
@@ -90,7 +90,7 @@ def pending(
     for path in targets(stage, state_dir, fact_dir):
         try:
             # A file others may read (an older version's 0644) is rewritten 0600 too.
-            same = _present(path) and private(path) and path.read_text(encoding="utf-8") == text
+            same = present(path) and private(path) and path.read_text(encoding="utf-8") == text
         except (OSError, UnicodeDecodeError):
             same = False
         if not same:
@@ -119,7 +119,7 @@ def read(state_dir: str) -> dict | None:
     """The stage's state.json, or None when there is none; a file that is not a JSON object is
     refused by name (a damaged record must not pass for "never installed")."""
     path = Path(state_dir) / STATE_FILE
-    if not _present(path):
+    if not present(path):
         return None
     try:
         text = path.read_text(encoding="utf-8")
