@@ -2,37 +2,13 @@
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from .conftest import REPO
-
-ANSIBLE = shutil.which("ansible", path=str(Path(sys.executable).parent)) or shutil.which("ansible")
-
-
-needs_ansible = pytest.mark.skipif(
-    ANSIBLE is None, reason="ansible is not installed (scripts/bootstrap installs it)"
-)
-
-
-def run_module(module: str, args: str, env: dict | None = None, check: bool = False) -> dict:
-    """One module through ansible's local connection; its result as JSON. A bare name is one of
-    ours (arcops.arc.NAME)."""
-    module = module if "." in module else f"arcops.arc.{module}"
-    env = dict(
-        env or os.environ,
-        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
-        ANSIBLE_STDOUT_CALLBACK="json",
-        ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
-    )
-    argv = [ANSIBLE, "localhost", "-i", "localhost,", "-c", "local", "-m", module, "-a", args]
-    argv += ["-e", f"ansible_python_interpreter={sys.executable}"] + (["--check"] if check else [])
-    result = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True)
-    return json.loads(result.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+from .helpers.ansible_run import ANSIBLE, needs_ansible, run_module
 
 
 @needs_ansible

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 from arcops import cli
+from arcops.common import records
 from arcops.operate import redact
-from arcops.stages import records
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from .test_fuzz import FUZZ
+from .helpers.fuzz import FUZZ
 
 FIXTURES = Path(__file__).parent / "fixtures"
 HANG = FIXTURES / "journal" / "xe-dual-b60-hang.log"

@@ -1,13 +1,10 @@
 """docker_api against a fake engine that speaks the real wire format, and against podman's service."""
 
-import contextlib
 import json
 import os
 import re
-import shutil
 import socketserver
 import struct
-import subprocess
 import tempfile
 import threading
 import time
@@ -337,54 +334,7 @@ def test_container_pids_from_proc(fake_engine, tmp_path):
 # --- podman's Docker API, when podman works here ------------------------------------------------------
 
 
-def _podman_works() -> str | None:
-    if shutil.which("podman") is None:
-        return "podman is not installed"
-    if os.geteuid() != 0:
-        return "podman test runs as root only"
-    images = subprocess.run(
-        ["podman", "image", "exists", "localhost/arcops-bookworm-minbase"], capture_output=True, check=False
-    )
-    if images.returncode != 0:
-        return "no localhost/arcops-bookworm-minbase image (scripts/build-container-image)"
-    return None
-
-
-@pytest.fixture
-def podman_engine():
-    reason = _podman_works()
-    if reason:
-        pytest.skip(reason)
-    with tempfile.TemporaryDirectory(prefix="arcops-podman-") as d:
-        sock = os.path.join(d, "podman.sock")
-        service = subprocess.Popen(
-            ["podman", "system", "service", "--time=0", f"unix://{sock}"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            deadline = time.monotonic() + 10
-            while not os.path.exists(sock) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            yield Engine(f"unix://{sock}", timeout=20)
-        finally:
-            service.terminate()
-            service.wait(timeout=10)
-
-
-@contextlib.contextmanager
-def podman_shell_container(prefix: str, script: str):
-    """A created (not started) container running `sh -c script`, removed afterwards; yields its name."""
-    name = f"{prefix}-{os.getpid()}"
-    subprocess.run(
-        ["podman", "create", "--name", name, "localhost/arcops-bookworm-minbase", "sh", "-c", script],
-        check=True,
-        capture_output=True,
-    )
-    try:
-        yield name
-    finally:
-        subprocess.run(["podman", "rm", "-f", "-t", "1", name], capture_output=True, check=False)
+from .helpers.podman import podman_shell_container  # noqa: E402
 
 
 def test_against_podmans_docker_api(podman_engine):

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from .conftest import REPO
-from .test_fuzz import FUZZ
+from .helpers.fuzz import FUZZ
 
 XE_CLIENT = (REPO / "tests/fixtures/drm_fdinfo/xe-client.txt").read_text()
 GIB = 2**30

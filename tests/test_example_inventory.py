@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from .conftest import REPO
-from .test_ansible_module import ANSIBLE, needs_ansible
+from .helpers.ansible_run import ANSIBLE, needs_ansible
 
 HOST = "arc-01.example.internal"
 # This machine stands in for the box: reached locally, without become.

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from arcops.cli import main
 from arcops.cli.fleet import plan_rows
-from arcops.stages import records
+from arcops.common import records
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hosts"
 # What plugins/vars/arcops_release.py gives a release that matches a known stack seen fine.

@@ -5,8 +5,8 @@ import json
 import sys
 from pathlib import Path
 
+from arcops.common import records
 from arcops.fleet import fleet_status
-from arcops.stages import records
 
 JOURNAL = Path(__file__).parent / "fixtures" / "journal"
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-from datetime import timedelta
 from pathlib import Path
 
 from arcops.box import firmware, journal, xe_events
@@ -20,15 +19,10 @@ from arcops.kernel.runparts_split import rewrite
 from arcops.kernel.shellscan import ShellSyntaxError
 from arcops.llama import allocprobe
 from arcops.vllm import vllm_spec
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-FUZZ = settings(
-    max_examples=150,
-    deadline=timedelta(seconds=2),
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+from .helpers.fuzz import FUZZ, json_values
 
 # --- shell: the lexer and the run-parts rewrite ------------------------------------------------------
 
@@ -144,11 +138,6 @@ def test_firmware_header_refuses_anything_that_is_not_a_blob(tmp_path_factory, d
 
 # --- JSON documents: bundle locks and probe reports -----------------------------------------------------
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
-    max_leaves=20,
-)
 LOCK_KEYS = ["format", "installer", "version", "flavour", "kernel_release", "packages", "firmware"]
 
 

@@ -9,7 +9,7 @@ from arcops.vllm.health import Reading, RestartPolicy, StallWatch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from .test_fuzz import FUZZ
+from .helpers.fuzz import FUZZ
 
 
 def test_requests_running_with_a_flat_counter_is_a_stall_after_its_time():

@@ -14,7 +14,7 @@ import pytest
 from arcops.devtools.residencybench import build_stub
 from arcops.vllm import residency_shim
 
-from .test_ansible_module import needs_ansible, run_module
+from .helpers.ansible_run import needs_ansible, run_module
 
 FIXTURES = Path(__file__).parent / "fixtures" / "l0_residency"
 

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 from arcops import cli
+from arcops.common import records
 from arcops.operate import metrics
-from arcops.stages import records
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from .helpers.debian_mirror import MirrorUnreachable, extract_deb, fetch_deb, unreachable
-from .test_fuzz import FUZZ
+from .helpers.fuzz import FUZZ
 
 FIXTURES = Path(__file__).parent / "fixtures"
 HANG = FIXTURES / "journal" / "xe-dual-b60-hang.log"

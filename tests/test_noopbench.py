@@ -15,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from .conftest import REPO
-from .test_ansible_module import ANSIBLE, needs_ansible
-from .test_fuzz import FUZZ
+from .helpers.ansible_run import ANSIBLE, needs_ansible
+from .helpers.fuzz import FUZZ
 
 PLAYBOOK = """\
 - hosts: all

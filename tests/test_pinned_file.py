@@ -15,7 +15,7 @@ from arcops.stages.pinned_file import PinnedFileError, ensure
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from .test_ansible_module import needs_ansible, run_module
+from .helpers.ansible_run import needs_ansible, run_module
 
 BODY = b"pinned bytes\n" * 1000
 SHA = hashlib.sha256(BODY).hexdigest()

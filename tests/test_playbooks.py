@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from .conftest import REPO
-from .test_ansible_module import ANSIBLE, needs_ansible
+from .helpers.ansible_run import ANSIBLE, needs_ansible
 
 STAGES = ["preflight", "intel_stack", "mainline_kernel", "llama_cpp_sycl", "vllm_service"]
 PHASES = {"validate", "state", "install", "verify", "record"}

@@ -9,13 +9,13 @@ import yaml
 from arcops.box import preflight
 from arcops.box.facts import collect
 from arcops.box.preflight import Platform, Settings
+from arcops.common import records
 from arcops.common.sysroot import SysRoot
-from arcops.stages import records
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from .conftest import HOST_FIXTURES, REPO
-from .test_ansible_module import needs_ansible, run_module
+from .helpers.ansible_run import needs_ansible, run_module
 
 DEFAULTS = yaml.safe_load((REPO / "roles/preflight/defaults/main.yml").read_text())
 NOBLE = Platform("Ubuntu", "24.04", "24", "6.17.0-1009-intel", "root", 0)

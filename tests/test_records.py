@@ -1,4 +1,4 @@
-"""arcops.stages.records: the record files a stage writes, byte for byte what the roles wrote before
+"""arcops.common.records: the record files a stage writes, byte for byte what the roles wrote before
 with Ansible's to_nice_json, and the module's stage table is the status summary's."""
 
 import json
@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible.plugins.filter.core import to_nice_json
-from arcops.stages import status
-from arcops.stages.records import (
+from arcops.common.records import (
     FACT_DIR,
     HISTORY_DIR,
     STAGES,
@@ -22,10 +21,11 @@ from arcops.stages.records import (
     targets,
     write,
 )
+from arcops.stages import status
 from hypothesis import given
 from hypothesis import strategies as st
 
-from .test_ansible_module import needs_ansible, run_module
+from .helpers.ansible_run import needs_ansible, run_module
 
 REPO = Path(__file__).resolve().parent.parent
 RECORDS = Path(__file__).parent / "fixtures" / "records" / "lab-box"

@@ -8,7 +8,7 @@ import yaml
 from arcops.devtools import roledocs
 
 from .conftest import REPO
-from .test_ansible_module import ANSIBLE, needs_ansible
+from .helpers.ansible_run import ANSIBLE, needs_ansible
 
 ROLES = sorted(p.parent.parent.name for p in (REPO / "roles").glob("*/meta/argument_specs.yml"))
 

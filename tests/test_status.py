@@ -12,7 +12,7 @@ from arcops.stages.status import STAGES, lines, read_records, summarize
 from hypothesis import given
 from hypothesis import strategies as st
 
-from .test_fuzz import FUZZ
+from .helpers.fuzz import FUZZ
 
 RECORDS = Path(__file__).parent / "fixtures" / "records"
 

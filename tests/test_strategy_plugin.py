@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import REPO
-from .test_ansible_module import ANSIBLE, needs_ansible
+from .helpers.ansible_run import ANSIBLE, needs_ansible
 
 PLUGIN = REPO / "plugins" / "strategy" / "arcops_linear.py"
 

@@ -9,7 +9,7 @@ from arcops.kernel import trial
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .test_ansible_module import needs_ansible, run_module
+from .helpers.ansible_run import needs_ansible, run_module
 
 NEW, OLD = "7.2.0-070200-generic", "6.8.0-31-generic"
 

@@ -10,7 +10,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from .conftest import REPO
-from .test_fuzz import FUZZ, json_values
+from .helpers.fuzz import FUZZ, json_values
 
 ROLES = {"vllm_service": {"vllm_service_profile": "str", "vllm_service_port": "int", "vllm_service_x": "raw"}}
 PREFIXES = ["arcops_", "vllm_service_"]

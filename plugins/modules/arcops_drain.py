@@ -64,8 +64,8 @@ units:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.records import FACT_DIR
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.fleet import drain
-from ansible_collections.arcops.arc.plugins.module_utils.arcops.stages.records import FACT_DIR
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.stages.status import read_records
 
 

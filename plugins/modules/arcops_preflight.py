@@ -85,8 +85,9 @@ ansible_facts:
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.box import preflight
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.box.facts import collect
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common import records
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.sysroot import SysRoot
-from ansible_collections.arcops.arc.plugins.module_utils.arcops.stages import records, seal
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.stages import seal
 
 
 def main():

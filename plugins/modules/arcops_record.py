@@ -1,5 +1,5 @@
 #!/usr/bin/python
-"""Ansible adapter over arcops.stages.records: read a stage's record, or write and publish it."""
+"""Ansible adapter over arcops.common.records: read a stage's record, or write and publish it."""
 
 DOCUMENTATION = r"""
 ---
@@ -13,7 +13,7 @@ description:
     stage's fact file in O(fact_dir) (read back as C(ansible_local)), atomically, creating missing
     folders. A file that already holds the same record is left alone, so a converged box reports
     no change. Each new state.json is also kept in O(state_dir)/history/ (the newest O(history)).
-  - The fact file's name comes from the stage (arcops.stages.records.STAGES), the table the status
+  - The fact file's name comes from the stage (arcops.common.records.STAGES), the table the status
     summary reads too.
   - Supports check mode (C(write) reports whether the record would change).
 options:
@@ -67,7 +67,7 @@ written:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.arcops.arc.plugins.module_utils.arcops.stages.records import (
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.records import (
     FACT_DIR,
     HISTORY_KEEP,
     STAGES,

@@ -68,10 +68,10 @@ results:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.records import FACT_DIR
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove import verify
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove.host_watch import HostWatch
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove.prompts import PromptSetError
-from ansible_collections.arcops.arc.plugins.module_utils.arcops.stages.records import FACT_DIR
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.stages.status import read_records
 
 

@@ -9,6 +9,7 @@ compiled against PyPI's SYCL) and by the llama_cpp_sycl molecule scenario (clone
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -87,3 +88,12 @@ def make_tar(dest: Path | str) -> dict[str, str]:
 if __name__ == "__main__":
     out = sys.argv[1]
     print(json.dumps((make_tar if out.endswith(".tar") else make_repo)(out), indent=2))
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    """sha256 of every file under ROOT, by relative path: what a run changed, compared."""
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }

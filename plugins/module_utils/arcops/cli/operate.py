@@ -10,9 +10,9 @@ from pathlib import Path
 
 from ..box import facts, journal
 from ..common.outputs import output_file, write_atomic
+from ..common.records import FACT_DIR
 from ..common.report import print_json, print_table
 from ..operate import diag, metrics
-from ..stages.records import FACT_DIR
 from ..stages.status import read_records
 from .common import kernel_log, one_line, read_root
 

@@ -184,7 +184,9 @@ def _shape(data: dict) -> list[str]:
     vllm = data.get("vllm")
     if isinstance(vllm, dict) and isinstance(vllm.get("settings"), dict):
         settings = vllm["settings"]
-        out += _unknown(settings, {k: 0 for k in vllm_spec.TYPES if k not in BOX_SETTINGS}, "vllm.settings.")
+        out += _unknown(
+            settings, {k: 0 for k in vllm_spec.DEFAULTS if k not in BOX_SETTINGS}, "vllm.settings."
+        )
         for key in ("image", "profile"):
             if key in settings:
                 out.append(f"vllm.settings.{key}: give it as vllm.{key}")

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ..common.outputs import PRIVATE_FILE, write_atomic
+from ..common.records import present, state_folder
 from ..common.times import utc_iso
-from ..stages.records import present, state_folder
 
 TRIAL_FILE = "trial.json"
 RESULTS = ("pending", "passed", "failed")

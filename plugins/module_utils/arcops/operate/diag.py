@@ -37,9 +37,9 @@ from pathlib import Path
 
 from ..box import drm_memory, facts, xe_events
 from ..common.outputs import OutputError, sync_dir
+from ..common.records import FACT_DIR, STATE_ROOT
 from ..common.sysroot import SysRoot
 from ..common.times import utc_iso, utc_stamp
-from ..stages.records import FACT_DIR, STATE_ROOT
 from ..stages.status import read_records
 from ..vllm import evidence
 from . import metrics

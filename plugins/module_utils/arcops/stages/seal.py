@@ -34,11 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from ..box import facts
+from ..common import records
 from ..common.checksum import sha256_file
 from ..common.outputs import PRIVATE_FILE, write_atomic
 from ..common.sysroot import SysRoot
 from ..vllm.docker_api import DockerError, Engine
-from . import records
 
 SEAL_FILE = "seal.json"
 # The box's key for the secret inputs' HMACs, one per seals folder (the state folders' parent).

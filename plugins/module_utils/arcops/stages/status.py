@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.inputs import InputError, read_text
-from .records import FACT_DIR, STAGES
+from ..common.records import FACT_DIR, STAGES
 
 _RECORD_MAX = 4 * 2**20
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..common.outputs import PRIVATE_FILE, private_dir, write_atomic
+from .outputs import PRIVATE_FILE, private_dir, write_atomic
 
 FACT_DIR = "/etc/ansible/facts.d"
 # Every stage's state folder is STATE_ROOT/<stage> by default (its *_state_dir variable); the

@@ -1,0 +1,380 @@
+"""The vllm_service container settings, declared once: name, type, default, bounds, where each goes
+and what it means.
+
+Everything else reads this table: the renderer's type and range checks (vllm_spec), the role's
+defaults, argument specs and settings mapping (written from it by `scripts/role-docs`, which
+`--check` and a test keep in step) and so docs/roles/vllm_service.md. A new setting is one row
+here, then its use in vllm_spec.py.
+
+The defaults reproduce the docker run measured on two Arc Pro B60s (docs/field-knowledge.md).
+Stdlib only: shipped as module_utils.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PREFIX = "vllm_service_"
+
+# The measured run's splitting ops, in its order (docs/field-knowledge.md). vllm::all_reduce must
+# stay: without the splitting ops the all-reduce landed inside the compiled graph and the output
+# was garbage.
+SPLITTING_OPS = [
+    "vllm::unified_attention_with_output",
+    "vllm::unified_mla_attention_with_output",
+    "vllm::mamba_mixer2",
+    "vllm::mamba_mixer",
+    "vllm::short_conv",
+    "vllm::linear_attention",
+    "vllm::plamo2_mamba_mixer",
+    "vllm::qwen_gdn_attention_core",
+    "vllm::gdn_attention_core_xpu",
+    "vllm::olmo_hybrid_gdn_full_forward",
+    "vllm::kda_attention",
+    "vllm::sparse_attn_indexer",
+    "vllm::rocm_aiter_sparse_attn_indexer",
+    "vllm::deepseek_v4_attention",
+    "vllm::hpc_rope_norm_forward",
+    "vllm::unified_kv_cache_update",
+    "vllm::all_reduce",
+]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One container setting. kind: str, path (an absolute host path), bool, int, number, secret
+    (only its truthiness reaches the renderer), str_list, int_list, str_dict. low/high bound a
+    number (inclusive); hint says what the number is, after a range problem; no_log hides the
+    values (they may be secrets) wherever Ansible would show them. flag: the vLLM flag the value
+    goes to (a bool: the flag alone, when true); env: the container variable it sets (the
+    renderer writes both, these name them once). role_default: the role's
+    default when it is a template over another variable (the table's default is then what that
+    template gives alone)."""
+
+    name: str
+    kind: str
+    default: object
+    doc: tuple[str, ...]
+    nullable: bool = False
+    required: bool = False
+    low: float | None = None
+    high: float | None = None
+    hint: str = ""
+    no_log: bool = False
+    flag: str = ""
+    env: str = ""
+    choices: tuple[str, ...] = ()
+    role_default: object = None
+
+
+def _s(name: str, kind: str, default: object, *doc: str, **more: object) -> Setting:
+    return Setting(name, kind, default, doc, **more)  # type: ignore[arg-type]
+
+
+SETTINGS: tuple[Setting, ...] = (
+    _s(
+        "image",
+        "str",
+        None,
+        "Exact repo:tag of Intel's llm-scaler vLLM image; C(latest) is refused (a pinned stack must "
+        "not move under you). The digest goes in vllm_service_image_digest.",
+        required=True,
+        role_default="intel/llm-scaler-vllm:0.26.0-b2",
+    ),
+    _s("container_name", "str", "vllm", "Container name."),
+    _s(
+        "profile",
+        "str",
+        "graph_mtp",
+        "graph_mtp (XPU graphs + MTP, 73.7 tok/s at 1 stream, needs 64 GB RAM), compiled (42.6) or "
+        "eager (39.2, never hung). Shared with preflight's RAM check through arcops_vllm_profile.",
+        choices=("graph_mtp", "compiled", "eager"),
+        role_default="{{ arcops_vllm_profile | default('graph_mtp') }}",
+    ),
+    _s(
+        "model_dir",
+        "path",
+        "/srv/models",
+        "Host folder with the model(s), mounted read-only at /models.",
+        required=True,
+    ),
+    _s(
+        "model",
+        "str",
+        None,
+        "The model's sub-folder of vllm_service_model_dir.",
+        required=True,
+        role_default="",
+    ),
+    _s(
+        "served_model_name",
+        "str",
+        None,
+        "Name the API serves the model as (null: its path).",
+        nullable=True,
+        flag="--served-model-name",
+    ),
+    _s(
+        "cache_dir",
+        "path",
+        "/var/cache/arcops/vllm",
+        "Host folder of the persisted vllm-compile and Triton caches: without them every start "
+        "recompiles kernels in the first request (25 s of stalls).",
+    ),
+    _s(
+        "devices",
+        "str_list",
+        [],
+        "Device mappings host[:container[:perms]]. Empty: the render nodes of the first "
+        "tensor_parallel_size Arc GPUs on xe, read on the box (least privilege, docs/security.md).",
+    ),
+    _s("mount_dri_by_path", "bool", True, "Mount /dev/dri/by-path read-only."),
+    _s(
+        "privileged",
+        "bool",
+        False,
+        "Run the container privileged (every device and capability); opt-in: the measured run had "
+        "it, the spec does not need it (hardware check step 13).",
+    ),
+    _s(
+        "ipc",
+        "str",
+        "private",
+        "IPC mode; C(host) shares the host's IPC namespace (opt-in, the measured run had it).",
+    ),
+    _s("shm_size", "str", "32g", "Shared memory size (a docker size, e.g. 32g)."),
+    _s(
+        "listen_address",
+        "str",
+        "127.0.0.1",
+        "Host address the API is published on. A non-loopback address needs vllm_service_api_key "
+        "and vllm_service_allow_open_routes.",
+    ),
+    _s("port", "int", 8000, "Host port of the API.", low=1, high=65535, hint="a host port"),
+    _s(
+        "api_key",
+        "secret",
+        "",
+        "API key (keep it in a vault); it reaches vLLM as VLLM_API_KEY from a root-only env file.",
+    ),
+    _s(
+        "api_key_env_file",
+        "path",
+        "/etc/arcops/vllm/api-key.env",
+        "The root-only (0600) env file the container reads: VLLM_API_KEY and vllm_service_extra_env.",
+    ),
+    _s(
+        "allow_open_routes",
+        "bool",
+        False,
+        "Allow a non-loopback listen address although vLLM checks the key on /v1/* only (its "
+        "/invocations, /tokenize, /metrics, ... answer anybody who reaches the port).",
+    ),
+    _s("tensor_parallel_size", "int", 2, "The GPUs one model is split over.", low=1, high=64, flag="-tp"),
+    _s("max_model_len", "int", 262144, "Context length.", nullable=True, low=1, flag="--max-model-len"),
+    _s(
+        "allow_long_max_model_len",
+        "bool",
+        True,
+        "Allow a context longer than the model's config.",
+        env="VLLM_ALLOW_LONG_MAX_MODEL_LEN",
+    ),
+    _s("quantization", "str", "fp8", "Weight quantization.", nullable=True, flag="--quantization"),
+    _s("kv_cache_dtype", "str", "fp8_e4m3", "KV cache data type.", nullable=True, flag="--kv-cache-dtype"),
+    _s(
+        "max_num_batched_tokens",
+        "int",
+        8192,
+        "Tokens per scheduler step.",
+        nullable=True,
+        flag="--max-num-batched-tokens",
+        low=1,
+    ),
+    _s("block_size", "int", 64, "KV cache block size in tokens.", nullable=True, low=1, flag="--block-size"),
+    _s("max_num_seqs", "int", 8, "Sequences served at once.", nullable=True, low=1, flag="--max-num-seqs"),
+    _s(
+        "enable_prefix_caching",
+        "bool",
+        True,
+        "Reuse the KV cache of shared prefixes.",
+        flag="--enable-prefix-caching",
+    ),
+    _s(
+        "trust_remote_code",
+        "bool",
+        False,
+        "Run Python the model's folder ships; opt-in, for a model that needs it.",
+        flag="--trust-remote-code",
+    ),
+    _s(
+        "mamba_ssm_cache_dtype",
+        "str",
+        "float16",
+        "Mamba state cache data type.",
+        flag="--mamba-ssm-cache-dtype",
+        nullable=True,
+    ),
+    _s(
+        "gpu_memory_utilization",
+        "number",
+        0.95,
+        "The fraction of VRAM vLLM may use.",
+        flag="--gpu-memory-utilization",
+        low=0.05,
+        high=1,
+        hint="a fraction of VRAM, e.g. 0.95",
+    ),
+    _s("dtype", "str", "float16", "Activation data type.", nullable=True, flag="--dtype"),
+    _s("speculative_method", "str", "qwen3_5_mtp", "Speculative decoding method (MTP)."),
+    _s(
+        "num_speculative_tokens",
+        "int",
+        3,
+        "MTP tokens k; 0 turns MTP off (not allowed with graph_mtp). The drafter always runs eager.",
+        low=0,
+        high=16,
+    ),
+    _s(
+        "capture_sizes",
+        "int_list",
+        None,
+        "graph_mtp: graph capture sizes, multiples of k+1 (null: (k+1) x [1, 2, 4, 8]).",
+        nullable=True,
+    ),
+    _s("cudagraph_mode", "str", "PIECEWISE", "graph_mtp: the compilation's cudagraph_mode."),
+    _s(
+        "splitting_ops",
+        "str_list",
+        SPLITTING_OPS,
+        "graph_mtp: splitting ops; vllm::all_reduce is added when missing (inside the graph it gave "
+        "garbage output).",
+    ),
+    _s(
+        "multiproc_method",
+        "str",
+        "spawn",
+        "How vLLM starts its workers (spawn as measured).",
+        choices=("spawn", "fork"),
+        env="VLLM_WORKER_MULTIPROC_METHOD",
+    ),
+    _s(
+        "p2p",
+        "bool",
+        True,
+        "Peer-to-peer between the cards (host-staged all-reduce kept growing host RAM).",
+        env="CCL_TOPO_P2P_ACCESS",
+    ),
+    _s(
+        "ccl_simple_threshold",
+        "int",
+        1073741824,
+        "oneCCL's SYCL allreduce, allgatherv and reduce_scatter simple-algorithm thresholds in bytes "
+        "(null leaves oneCCL's).",
+        nullable=True,
+        low=0,
+    ),
+    _s(
+        "residency_filter",
+        "bool",
+        True,
+        "The Level Zero residency filter (docs/host-ram.md), on when two or more GPUs serve: an "
+        "LD_AUDIT library built on the box with gcc (gcc and libc6-dev are installed when missing) "
+        "that makes a device allocation resident only on the card that owns it. With the oneCCL "
+        "thresholds it took pinned host RAM from 24-26 to 11 GiB per card on dual B60. false leaves "
+        "the image's own behaviour (and removes the library).",
+    ),
+    _s(
+        "residency_filter_dir",
+        "path",
+        "/opt/arcops/l0-residency",
+        "Host folder the filter is built in, mounted read-only into the container.",
+    ),
+    _s(
+        "enable_auto_tool_choice",
+        "bool",
+        True,
+        "Let the model call tools (needs a tool_call_parser).",
+        flag="--enable-auto-tool-choice",
+    ),
+    _s(
+        "tool_call_parser",
+        "str",
+        "qwen3_coder",
+        "Parser of the model's tool calls.",
+        nullable=True,
+        flag="--tool-call-parser",
+    ),
+    _s(
+        "reasoning_parser",
+        "str",
+        "qwen3",
+        "Parser of the model's reasoning.",
+        nullable=True,
+        flag="--reasoning-parser",
+    ),
+    _s(
+        "extra_env",
+        "str_dict",
+        {},
+        "More container environment, from the root-only env file (a token may go here); "
+        "CCL_ALLREDUCE=ring (host soft lockups) and the variables the spec manages are refused.",
+        no_log=True,
+    ),
+    _s(
+        "extra_args",
+        "str_list",
+        [],
+        "More vLLM flags; flags the spec manages are refused, and so is a flag that carries a secret "
+        "(--hf-token, ...): argv is readable by every user.",
+    ),
+    _s(
+        "allow_low_ram",
+        "bool",
+        False,
+        "Run a profile below its RAM requirement anyway (graph_mtp on 32 GB: one start in four hung).",
+        role_default="{{ arcops_allow_low_ram | default(false) }}",
+    ),
+)
+
+BY_NAME = {s.name: s for s in SETTINGS}
+DEFAULTS: dict[str, object] = {s.name: s.default for s in SETTINGS}
+REQUIRED = tuple(s.name for s in SETTINGS if s.required)
+
+
+def settings_from_role_vars(vars: dict) -> dict:
+    """The settings among role variables, prefix stripped.
+
+    Other variables, the role's own included (engine, image digest, watchdog), are not container
+    settings: a role vars file holds them too.
+    """
+    return {
+        k[len(PREFIX) :]: v
+        for k, v in vars.items()
+        if isinstance(k, str) and k.startswith(PREFIX) and k[len(PREFIX) :] in BY_NAME
+    }
+
+
+def where(s: Setting) -> str:
+    """Where the setting goes, in words, for the documentation."""
+    if s.flag:
+        off = " Null leaves the flag out." if s.nullable else ""
+        return f"vLLM's C({s.flag})" + (" when true." if s.kind == "bool" else "." + off)
+    return f"Sets C({s.env}) in the container." if s.env else ""
+
+
+def role_default(s: Setting) -> object:
+    """The setting's default as the role states it."""
+    return s.default if s.role_default is None else s.role_default
+
+
+def bounds_text(s: Setting) -> str:
+    """The allowed range in words, for messages and the argument specs."""
+    if s.low is None and s.high is None:
+        return ""
+    if s.high is None:
+        return f"{s.low:g} or more"
+    return f"at most {s.high:g}" if s.low is None else f"from {s.low:g} to {s.high:g}"
+
+
+def in_bounds(s: Setting, value: float) -> bool:
+    return (s.low is None or value >= s.low) and (s.high is None or value <= s.high)

@@ -1,0 +1,106 @@
+"""The vllm_service settings are declared once (arcops.vllm.settings): the role's defaults, argument
+specs and settings mapping are written from the table, and no second copy of a setting appears."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+from arcops.devtools import settings_blocks
+from arcops.vllm import settings, spec_checks, vllm_spec
+from hypothesis import given
+from hypothesis import strategies as st
+
+from .conftest import REPO
+from .helpers.fuzz import FUZZ
+from .helpers.vllm_settings import BASE, NODES, problems
+
+ROLE = REPO / "roles" / "vllm_service"
+TABLE = settings_blocks.TABLES[0]
+ROLE_FILES = [ROLE / "defaults/main.yml", ROLE / "meta/argument_specs.yml", ROLE / "vars/main.yml"]
+
+
+def test_the_role_files_are_written_from_the_table():
+    for path, text in settings_blocks.files(REPO / "roles", TABLE).items():
+        assert path.read_text() == text, f"{path}: run scripts/role-docs"
+
+
+@pytest.mark.parametrize("path", ROLE_FILES, ids=lambda p: p.parent.name)
+def test_no_setting_is_declared_outside_its_block(path):
+    outside = settings_blocks.outside_block(path.read_text(), TABLE.source)
+    for s in settings.SETTINGS:
+        assert not re.search(rf"^\s*({settings.PREFIX})?{s.name}:", outside, re.M), (path, s.name)
+
+
+def test_no_other_python_file_restates_the_table():
+    """A second dict of defaults (five or more settings keyed to their default) is a second home."""
+    scalars = [s for s in settings.SETTINGS if isinstance(s.default, (str, int, float))]
+    home = REPO / "plugins/module_utils/arcops/vllm/settings.py"
+    for path in (REPO / "plugins").rglob("*.py"):
+        text = path.read_text()
+        keyed = [
+            s.name
+            for s in scalars
+            if re.search(rf"""["']{s.name}["']\s*:\s*{re.escape(repr(s.default))}""", text)
+        ]
+        assert path == home or len(keyed) < 5, (path, keyed)
+
+
+def test_the_role_defaults_are_the_table_defaults():
+    defaults = yaml.safe_load((ROLE / "defaults/main.yml").read_text())
+    mapped = yaml.safe_load((ROLE / "vars/main.yml").read_text())[TABLE.mapping]
+    assert list(mapped) == list(settings.DEFAULTS)
+    for s in settings.SETTINGS:
+        assert defaults[settings.PREFIX + s.name] == settings.role_default(s), s.name
+
+
+def test_the_table_defaults_render_and_missing_keys_take_them():
+    everything = BASE | {k: v for k, v in settings.DEFAULTS.items() if k not in BASE}
+    assert vllm_spec.render(everything, 64, NODES) == vllm_spec.render(BASE, 64, NODES)
+    nulls = ["image", "model", "served_model_name", "capture_sizes"]
+    assert [k for k, v in settings.DEFAULTS.items() if v is None] == nulls
+
+
+def test_every_flag_and_variable_the_table_names_is_one_the_spec_manages():
+    spec = vllm_spec.render(BASE, 64, NODES)
+    for s in settings.SETTINGS:
+        if s.flag:
+            assert spec_checks.MANAGED_FLAGS[s.flag] == s.name
+        if s.env:
+            assert spec_checks.MANAGED_ENV[s.env] == s.name and s.env in spec["env"]
+    flags = [a.split("=")[0] for a in spec["argv"] if a.startswith("-")]
+    assert all(f in spec_checks.MANAGED_FLAGS for f in flags)
+
+
+@pytest.mark.parametrize("s", [s for s in settings.SETTINGS if s.low is not None], ids=lambda s: s.name)
+def test_every_bound_is_enforced_at_its_edges(s):
+    kind = type(s.default)
+    low = kind(s.low - (0.01 if s.kind == "number" else 1))
+    assert problems(**{s.name: low})[0].startswith(f"{s.name} {low} must be")
+    # The edge itself is fine (no MTP needs a profile without graphs).
+    other = {"profile": "compiled"} if s.name == "num_speculative_tokens" else {}
+    vllm_spec.render(BASE | other | {s.name: kind(s.low)}, 64, NODES)
+    if s.high is not None:
+        high = kind(s.high + 1)
+        assert problems(**{s.name: high})[0].startswith(f"{s.name} {high} must be")
+
+
+@pytest.mark.parametrize("name", ["container_name", "model", "served_model_name", "cache_dir"])
+@pytest.mark.parametrize("text", ["a\nb", "a\x00b", "a\udcffb", "a\x7fb"])
+def test_names_and_paths_hold_one_clean_line(name, text):
+    value = ("/srv/" if name == "cache_dir" else "") + text
+    found = problems(**{name: value})
+    assert any(p.startswith(f"{name} holds a control character") for p in found), found
+
+
+@FUZZ
+@given(
+    st.sampled_from([s for s in settings.SETTINGS if s.kind in ("int", "number")]),
+    st.integers() | st.floats(),
+)
+def test_any_number_is_refused_in_one_line_or_rendered(s, value):
+    try:
+        vllm_spec.render(BASE | {s.name: value}, 64, NODES)
+    except vllm_spec.SpecError as e:
+        assert all("\n" not in p for p in e.problems)
