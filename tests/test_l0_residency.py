@@ -109,7 +109,7 @@ def test_processes_without_level_zero_run_unchanged(built, tmp_path):
 
 
 def test_the_benchmark_mode_reports_per_call_costs(built, tmp_path):
-    """The timing itself is scripts/bench-l0-residency's job; this checks the mode it reads."""
+    """The timing itself is `scripts/bench residency`'s job; this checks the mode it reads."""
     shim, programs = built
     lines, _, _ = run(programs["current"], tmp_path, shim, "bench", "1000")
     report = json.loads(lines[0])

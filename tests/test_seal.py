@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from arcops.stages import seal
+from arcops.stages import seal, seal_witness
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -75,7 +75,7 @@ def test_a_new_seal_says_what_it_changes(box):
 
 
 def test_packages_are_read_from_dpkg_status():
-    got = seal.read_packages(["adduser", "dash", "intel-opencl-icd", "nope"], str(STATUS))
+    got = seal_witness.read_packages(["adduser", "dash", "intel-opencl-icd", "nope"], str(STATUS))
     assert got == {
         "adduser": "3.134 hold",
         "dash": "0.5.12-2 install",
@@ -93,8 +93,8 @@ def test_units_are_read_with_one_systemctl_call(monkeypatch):
         out += "Id=b.service\nActiveState=inactive\nUnitFileState=\n"
         return subprocess.CompletedProcess(argv, 0, out, "")
 
-    monkeypatch.setattr(seal.subprocess, "run", fake_run)
-    assert seal.read_units(["a.service", "b.service"]) == {
+    monkeypatch.setattr(seal_witness.subprocess, "run", fake_run)
+    assert seal_witness.read_units(["a.service", "b.service"]) == {
         "a.service": "active enabled",
         "b.service": "inactive -",
     }
@@ -102,7 +102,7 @@ def test_units_are_read_with_one_systemctl_call(monkeypatch):
 
 
 def test_unreachable_engine_is_drift_not_a_crash(tmp_path):
-    got = seal.read_containers({"names": ["vllm"], "docker_host": f"unix://{tmp_path}/none.sock"})
+    got = seal_witness.read_containers({"names": ["vllm"], "docker_host": f"unix://{tmp_path}/none.sock"})
     assert got["vllm"].startswith("unreadable")
 
 
@@ -143,7 +143,7 @@ def test_any_seal_file_reads_as_a_seal_or_none(tmp_path_factory, raw):
 def test_any_dpkg_status_text_parses(tmp_path_factory, text):
     f = tmp_path_factory.mktemp("dpkg") / "status"
     f.write_text(text, encoding="utf-8")
-    got = seal.read_packages(["a", "b"], str(f))
+    got = seal_witness.read_packages(["a", "b"], str(f))
     assert set(got) == {"a", "b"}
 
 
@@ -197,12 +197,12 @@ def test_any_systemctl_output_parses(text):
     def fake_run(argv, **kw):
         return subprocess.CompletedProcess(argv, 0, text, "")
 
-    original = seal.subprocess.run
-    seal.subprocess.run = fake_run
+    original = seal_witness.subprocess.run
+    seal_witness.subprocess.run = fake_run
     try:
-        got = seal.read_units(["a.service", "b.service"])
+        got = seal_witness.read_units(["a.service", "b.service"])
     finally:
-        seal.subprocess.run = original
+        seal_witness.subprocess.run = original
     assert set(got) == {"a.service", "b.service"} and all(isinstance(v, str) for v in got.values())
 
 
@@ -216,7 +216,7 @@ def test_fifos_and_links_are_never_opened(box):
     assert len(reasons) == 1 and "not a file" in reasons[0]
     fifo_status = etc / "status"
     os.mkfifo(fifo_status)
-    assert seal.read_packages(["dash"], str(fifo_status)) == {"dash": "not installed"}
+    assert seal_witness.read_packages(["dash"], str(fifo_status)) == {"dash": "not installed"}
     (state / seal.SEAL_FILE).unlink()
     os.mkfifo(state / seal.SEAL_FILE)
     assert seal.check(str(state), INPUTS)[0].startswith("no seal in")

@@ -9,182 +9,39 @@ e.g. a trigger file written with `cat <<EOF`).
 
 from __future__ import annotations
 
-import bisect
 import re
 from dataclasses import dataclass
 
-# "<<<" (bash's here-string) before "<<": it is a redirection, not a here-document.
-OPERATORS = (
-    "&&",
-    "||",
-    ";;",
-    "<<<",
-    "<<-",
-    "<<",
-    ">>",
-    ">&",
-    "<&",
-    "<>",
-    ">|",
-    ";",
-    "&",
-    "|",
-    "(",
-    ")",
-    "<",
-    ">",
-)
-REDIRECTS = frozenset({"<<<", "<<-", "<<", ">>", ">&", "<&", "<>", ">|", "<", ">"})
-# After these words the next word is again in command position.
-RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!"})
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-# Characters that carry no meaning inside a word: skipped in one regex step (the lexer must
-# stay linear and fast on 100k-line scripts).
-_PLAIN = re.compile(r"[^ \t\n;&|()<>\\'\"$`*?\[]+")
-_BLANKS = re.compile(r"[ \t]+")
-# The common word: plain text and quotes with nothing live inside, ending at a delimiter. Words
-# with expansions, escapes or globs take the character-by-character path.
-_SIMPLE_WORD = re.compile(r"""(?:[^ \t\n;&|()<>\\'"$`*?\[]|'[^']*'|"[^"\\$`]*")+(?=[ \t\n;&|()<>]|\Z)""")
-# One token at the lexer's position: blanks (and line continuations) or a comment to skip, a
-# newline, an operator, or a simple word; no match means a word for the slow path.
-_TOKEN = re.compile(
-    r"(?P<blank>(?:[ \t]|\\\n)+(?:\#[^\n]*)?|\#[^\n]*)|(?P<newline>\n)"
-    r"|(?P<op>" + "|".join(re.escape(o) for o in OPERATORS) + r")|(?P<word>" + _SIMPLE_WORD.pattern + ")"
-)
-# Expansions nested deeper than this are refused (no real maintainer script comes near it; the
-# limit keeps the recursive scan far from Python's recursion limit).
-MAX_NESTING = 100
-
-
-class ShellSyntaxError(ValueError):
-    """The text is not shell this lexer can follow (unbalanced quote, parenthesis, here-doc)."""
-
-
-@dataclass
-class Word:
-    text: str  # as written, quotes included
-    start: int
-    end: int
-    splits: bool  # has an unquoted expansion or glob: may become several fields
-
-
-@dataclass
-class HereDoc:
-    delimiter: str
-    expands: bool  # unquoted delimiter: $, ` and \ are live in the body
-    strip_tabs: bool  # <<- : leading tabs are stripped from body lines and the delimiter
-    body_start: int = 0
-    body_end: int = 0
-
-
-@dataclass
-class Substitution:
-    """A command substitution, $(...) or `...`: its inner text is a script of its own."""
-
-    kind: str  # "$(" or "`"
-    start: int  # of the inner text
-    end: int
-
-
-class LineIndex:
-    """1-based line numbers of offsets in a text, by binary search (one pass to build)."""
-
-    def __init__(self, text: str) -> None:
-        self._starts = [m.end() for m in re.finditer("\n", text)]
-
-    def line(self, offset: int) -> int:
-        return bisect.bisect_right(self._starts, offset) + 1
-
-
-@dataclass
-class Command:
-    assignments: list[Word]
-    words: list[Word]  # command word first
-    redirects: list[str]  # each as written, e.g. ">/dev/null", "2>&1"
-    start: int
-    end: int
-    line: int = 0  # 1-based line of its first word
-
-    def text(self, script: str) -> str:
-        return script[self.start : self.end]
-
-
-@dataclass(slots=True)
-class _Token:
-    kind: str  # "word", "op", "newline"
-    text: str
-    start: int
-    end: int
-    splits: bool = False
-    io_number: bool = False
-
-
-# A line that cannot open anything spanning lines (no quote left open, no backslash, no $( ${ or
-# here-document): its commands can be skipped when they cannot hold the text the caller wants.
-_SELF_CONTAINED_LINE = re.compile(
-    r"""(?:[^'"`\\$<\n]|\$(?![({'])|<(?!<)|'[^'\n]*'|"(?:[^"\\`$\n]|\$(?![({]))*")*(?=\n|\Z)"""
+from .shell_syntax import (
+    ASSIGNMENT,
+    MAX_NESTING,
+    PLAIN,
+    REDIRECTS,
+    RESERVED,
+    SELF_CONTAINED_LINE,
+    SIMPLE_WORD,
+    TOKEN,
+    Command,
+    HereDoc,
+    LineIndex,
+    ShellSyntaxError,
+    Substitution,
+    Token,
+    Word,
 )
 
+# What debrepack and runparts_split take from here, wherever it is declared.
+__all__ = ["Command", "HereDoc", "ShellSyntaxError", "Word", "commands", "scan"]
 
-class _Lexer:
-    def __init__(self, text: str, needle: str | None = None) -> None:
-        self.s = text
-        self.needle = needle  # when given, self-contained lines without it are skipped
-        self.i = 0
-        self.tokens: list[_Token] = []
-        self.heredocs: list[HereDoc] = []  # every here-doc, in order
-        self.substitutions: list[Substitution] = []
-        self._pending: list[HereDoc] = []
-        self._depth = 0
 
-    def _nest(self) -> None:
-        self._depth += 1
-        if self._depth > MAX_NESTING:
-            raise self.error(f"quotes and expansions nested more than {MAX_NESTING} deep")
+class _HereDocs:
+    """Here-documents for _Lexer (a mixin): the delimiter after << or <<-, and the bodies read
+    at the next newline."""
 
-    def error(self, what: str) -> ShellSyntaxError:
-        line = self.s.count("\n", 0, min(self.i, len(self.s))) + 1
-        return ShellSyntaxError(f"line {line}: {what}")
-
-    def _skip_line(self) -> None:
-        """Past a line that cannot matter: self-contained and without the needle."""
-        m = _SELF_CONTAINED_LINE.match(self.s, self.i)
-        if m and self.needle not in m.group():
-            self.i = m.end()
-
-    def run(self) -> list[_Token]:
-        s, n, tokens = self.s, len(self.s), self.tokens
-        if self.needle:
-            self._skip_line()
-        while self.i < n:
-            m = _TOKEN.match(s, self.i)
-            kind = m.lastgroup if m else None
-            if kind == "blank":
-                self.i = m.end()
-            elif kind == "word":
-                end = m.end()
-                token = _Token("word", m.group(), self.i, end)
-                token.io_number = token.text.isdigit() and end < n and s[end] in "<>"
-                tokens.append(token)
-                self.i = end
-            elif kind == "newline":
-                tokens.append(_Token("newline", "\n", self.i, self.i + 1))
-                self.i += 1
-                if self._pending:
-                    self._read_heredoc_bodies()
-                if self.needle:
-                    self._skip_line()
-            elif kind == "op":
-                op = m.group()
-                tokens.append(_Token("op", op, self.i, self.i + len(op)))
-                self.i += len(op)
-                if op in ("<<", "<<-"):
-                    self._heredoc_delimiter(op == "<<-")
-            else:  # a word with expansions, escapes or globs
-                self._word()
-        if self._pending:
-            raise self.error(f"here-document '{self._pending[0].delimiter}' has no body")
-        return tokens
+    s: str
+    i: int
+    heredocs: list[HereDoc]
+    _pending: list[HereDoc]
 
     def _heredoc_delimiter(self, strip_tabs: bool) -> None:
         while self.i < len(self.s) and self.s[self.i] in " \t":
@@ -215,13 +72,74 @@ class _Lexer:
                 self.i = eol + 1
         self._pending = []
 
-    def _word(self) -> _Token:
+
+class _Lexer(_HereDocs):
+    def __init__(self, text: str, needle: str | None = None) -> None:
+        self.s = text
+        self.needle = needle  # when given, self-contained lines without it are skipped
+        self.i = 0
+        self.tokens: list[Token] = []
+        self.heredocs: list[HereDoc] = []  # every here-doc, in order
+        self.substitutions: list[Substitution] = []
+        self._pending: list[HereDoc] = []
+        self._depth = 0
+
+    def _nest(self) -> None:
+        self._depth += 1
+        if self._depth > MAX_NESTING:
+            raise self.error(f"quotes and expansions nested more than {MAX_NESTING} deep")
+
+    def error(self, what: str) -> ShellSyntaxError:
+        line = self.s.count("\n", 0, min(self.i, len(self.s))) + 1
+        return ShellSyntaxError(f"line {line}: {what}")
+
+    def _skip_line(self) -> None:
+        """Past a line that cannot matter: self-contained and without the needle."""
+        m = SELF_CONTAINED_LINE.match(self.s, self.i)
+        if m and self.needle not in m.group():
+            self.i = m.end()
+
+    def run(self) -> list[Token]:
+        s, n, tokens = self.s, len(self.s), self.tokens
+        if self.needle:
+            self._skip_line()
+        while self.i < n:
+            m = TOKEN.match(s, self.i)
+            kind = m.lastgroup if m else None
+            if kind == "blank":
+                self.i = m.end()
+            elif kind == "word":
+                end = m.end()
+                token = Token("word", m.group(), self.i, end)
+                token.io_number = token.text.isdigit() and end < n and s[end] in "<>"
+                tokens.append(token)
+                self.i = end
+            elif kind == "newline":
+                tokens.append(Token("newline", "\n", self.i, self.i + 1))
+                self.i += 1
+                if self._pending:
+                    self._read_heredoc_bodies()
+                if self.needle:
+                    self._skip_line()
+            elif kind == "op":
+                op = m.group()
+                tokens.append(Token("op", op, self.i, self.i + len(op)))
+                self.i += len(op)
+                if op in ("<<", "<<-"):
+                    self._heredoc_delimiter(op == "<<-")
+            else:  # a word with expansions, escapes or globs
+                self._word()
+        if self._pending:
+            raise self.error(f"here-document '{self._pending[0].delimiter}' has no body")
+        return tokens
+
+    def _word(self) -> Token:
         s, start, splits = self.s, self.i, False
-        simple = _SIMPLE_WORD.match(s, start)
+        simple = SIMPLE_WORD.match(s, start)
         if simple:
             self.i = simple.end()
         while self.i < len(s):
-            plain = _PLAIN.match(s, self.i)
+            plain = PLAIN.match(s, self.i)
             if plain:
                 self.i = plain.end()
                 continue
@@ -245,7 +163,7 @@ class _Lexer:
                 self.i += 1
         if self.i == start:
             raise self.error(f"unexpected {s[self.i]!r}")
-        token = _Token("word", s[start : self.i], start, self.i, splits)
+        token = Token("word", s[start : self.i], start, self.i, splits)
         token.io_number = token.text.isdigit() and self.i < len(s) and s[self.i] in "<>"
         self.tokens.append(token)
         return token
@@ -389,7 +307,7 @@ def scan(script: str, needle: str | None = None) -> Scan:
         if at_start and t.text in RESERVED:
             k += 1
             continue
-        if at_start and _ASSIGNMENT.match(t.text):
+        if at_start and ASSIGNMENT.match(t.text):
             if current is None:
                 current = Command([], [], [], t.start, t.end)
             current.assignments.append(word)

@@ -1,1 +1,1 @@
-"""Proving a box serves: the correctness gate, and (to come) benchmarks and start-log reading."""
+"""Proving a box serves: the correctness gate, the bench, the verify stage and what they watch."""

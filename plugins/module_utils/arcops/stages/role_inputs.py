@@ -11,14 +11,11 @@ Stdlib only (it is also shipped as module_utils for the arcops_inputs module).
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import re
 from collections.abc import Callable
 from typing import Any
 
-from ..common.checksum import sha256_file
 from ..common.inputs import read_text
 from ..common.secrets import secret_flag
 from ..kernel.bundle import BundleError, load_lock
@@ -26,59 +23,17 @@ from ..prove import prompts as prompt_set
 from ..prove.bench import PROFILES as bench_profiles
 from ..prove.gate import load_golden
 from ..prove.verify import VerifyError, bench_options, check_targets
-
-SHA256 = re.compile(r"[0-9a-f]{64}")
-HTTP_URL = re.compile(r"^https?://")
-NOTHING_CHANGED = "Nothing was changed."
-
-
-class InputsError(ValueError):
-    """A call this module cannot check: an unknown role, values that are not a mapping."""
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str)
-
-
-def pinned_file(
-    name: str, value: Any, *, label: str | None = None, file_suffix: str | None = None
-) -> list[str]:
-    """A pinned file's shape: exactly one of url (http or https) and path, a sha256, and, with
-    FILE_SUFFIX, a file name ending in it. LABEL is how problems name it (default NAME)."""
-    if not isinstance(value, dict) or not value:
-        return [f"{name} is empty: give {{path, sha256}} or {{url, sha256}}"]
-    url, path = value.get("url"), value.get("path")
-    where = label or name
-    out = []
-    if (url is None) == (path is None):
-        out.append(f"{where}: give exactly one of url, path")
-    elif url is not None and not (isinstance(url, str) and HTTP_URL.match(url)):
-        out.append(
-            f"{where}: {url} is not an http(s) URL" if label is None else f"{where}: not an http(s) URL"
-        )
-    elif file_suffix and not re.fullmatch(
-        r"[^/]+" + re.escape(file_suffix), os.path.basename(str(url or path))
-    ):
-        out.append(f"{where}: not a {file_suffix} file name")
-    if not (isinstance(value.get("sha256"), str) and SHA256.fullmatch(value["sha256"])):
-        out.append(f"{where}: sha256 must be 64 lowercase hex digits")
-    return out
-
-
-def local_file(value: Any, pinned_by: str = "the one given") -> list[str]:
-    """A pinned file given by path is on the control node and has its sha256 (this runs there);
-    PINNED_BY names where that sha256 comes from in the message."""
-    if not isinstance(value, dict) or not isinstance(value.get("path"), str):
-        return []
-    path, want = value["path"], value.get("sha256")
-    if not os.path.isfile(path):
-        return [f"{path}: no such file on the control node"]
-    try:
-        have = sha256_file(path)
-    except OSError as e:
-        return [f"{path}: cannot be read on the control node ({e.strerror})"]
-    return [] if have == want else [f"{path}: sha256 {have} differs from {pinned_by} ({want})"]
-
+from .input_rules import (
+    HTTP_URL,
+    NOTHING_CHANGED,
+    InputsError,
+    as_json,
+    local_file,
+    number,
+    pinned_file,
+    plain_path,
+    unit_value,
+)
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 # Where llama.cpp may come from: https (the transport checks the server), or a mirror on the box
@@ -87,20 +42,6 @@ LLAMA_GIT_URL = re.compile(r"^(https://[^\s@/]+/\S+|file:///\S+|/\S+)$")
 # llama-server flags the role sets: in extra arguments they would bypass the bind check or put
 # the key in argv (where every user of the box reads it).
 LLAMA_MANAGED_FLAGS = ("--host", "--port", "--api-key", "--api-key-file", "--model", "-m")
-
-
-def unit_value(name: str, value: Any) -> list[str]:
-    """A value written into a systemd unit: no control character (a newline would start a new
-    directive, a NUL ends the file for systemd) and no unescaped % (a specifier systemd expands;
-    write %% for a literal one). A list is checked item by item."""
-    items = value if isinstance(value, list) else [value]
-    for item in items:
-        text = str(item)
-        if re.search(r"[\x00-\x1f\x7f]", text):
-            return [f"{name} holds a control character (a newline or NUL would rewrite the unit)"]
-        if "%" in text.replace("%%", ""):
-            return [f"{name} holds a % that systemd would expand: write %% for a literal %"]
-    return []
 
 
 def llama_server_args(args: Any) -> list[str]:
@@ -127,21 +68,13 @@ CMAKE_ARG = re.compile(r"^-D[A-Za-z_][A-Za-z0-9_]*(:[A-Z]+)?=")
 ROLE_CMAKE = re.compile(r"^-D(GGML_SYCL|CMAKE_C_COMPILER|CMAKE_CXX_COMPILER|CMAKE_INSTALL_PREFIX)(:[A-Z]+)?=")
 
 
-def _number(value: Any, kind: type = float) -> float | None:
-    try:
-        number = kind(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return None if isinstance(number, float) and math.isnan(number) else number  # NaN is no number
-
-
 def llama_cpp_sycl_source(v: dict) -> list[str]:
     """What llama.cpp is built from and with: oneAPI version and file, apt source, the llama.cpp
     pin, CMake options (a stack release names these; the box's own settings are checked below)."""
     out = []
     version = v.get("llama_cpp_sycl_oneapi_version")
     if not (isinstance(version, str) and re.fullmatch(r"[0-9]{4}[.][0-9]+[.][0-9]+", version)):
-        out.append(f"llama_cpp_sycl_oneapi_version must look like 2026.2.0 (got {_json(version)})")
+        out.append(f"llama_cpp_sycl_oneapi_version must look like 2026.2.0 (got {as_json(version)})")
     apt = v.get("llama_cpp_sycl_oneapi_source") == "apt"
     file_name = "llama_cpp_sycl_oneapi_apt_key" if apt else "llama_cpp_sycl_oneapi_installer"
     out += pinned_file(file_name, v.get(file_name))
@@ -157,22 +90,22 @@ def llama_cpp_sycl_source(v: dict) -> list[str]:
         out.append(
             "llama_cpp_sycl_git_url must be an https:// URL without credentials, or a mirror on the box "
             "(an absolute path or file://); "
-            + ("it carries credentials" if isinstance(url, str) and "@" in url else f"got {_json(url)}")
+            + ("it carries credentials" if isinstance(url, str) and "@" in url else f"got {as_json(url)}")
         )
     pin = v.get("llama_cpp_sycl_version")
     if pin in ("master", "main", "HEAD") or not (
         isinstance(pin, str) and re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._/-]*", pin)
     ):
-        out.append(f"llama_cpp_sycl_version must pin a tag or a commit (got {_json(pin)}): a branch moves")
+        out.append(f"llama_cpp_sycl_version must pin a tag or a commit (got {as_json(pin)}): a branch moves")
     # A short hash or a branch of another name is refused once the clone can tell (source.yml):
     # b8696 is a release tag and hex all the same.
     args = v.get("llama_cpp_sycl_cmake_extra_args") or []
     if not isinstance(args, list):
-        out.append(f"llama_cpp_sycl_cmake_extra_args must be a list of -DNAME=VALUE (got {_json(args)})")
+        out.append(f"llama_cpp_sycl_cmake_extra_args must be a list of -DNAME=VALUE (got {as_json(args)})")
         args = []
     for arg in args:
         if not (isinstance(arg, str) and CMAKE_ARG.match(arg)):
-            out.append(f"cmake argument {_json(arg)} is not -DNAME=VALUE")
+            out.append(f"cmake argument {as_json(arg)} is not -DNAME=VALUE")
         elif ROLE_CMAKE.match(arg):
             out.append(f"cmake argument {arg} is set by the role (SYCL on, icx/icpx, versioned prefix)")
     return out
@@ -181,16 +114,16 @@ def llama_cpp_sycl_source(v: dict) -> list[str]:
 def llama_cpp_sycl(v: dict) -> list[str]:
     """The sources (above), build jobs, probe and server; then the oneAPI file on the control node."""
     out = llama_cpp_sycl_source(v)
-    if (_number(v.get("llama_cpp_sycl_build_jobs"), int) or 0) < 1:
+    if (number(v.get("llama_cpp_sycl_build_jobs"), int) or 0) < 1:
         out.append("llama_cpp_sycl_build_jobs must be at least 1")
-    if (_number(v.get("llama_cpp_sycl_probe_gib")) or 0) <= 0:  # NaN is None here
+    if (number(v.get("llama_cpp_sycl_probe_gib")) or 0) <= 0:  # NaN is None here
         out.append("llama_cpp_sycl_probe_gib must be above 0")
-    if not 0 < (_number(v.get("llama_cpp_sycl_probe_max_host_ram_fraction")) or 0) < 1:
+    if not 0 < (number(v.get("llama_cpp_sycl_probe_max_host_ram_fraction")) or 0) < 1:
         out.append("llama_cpp_sycl_probe_max_host_ram_fraction must be between 0 and 1")
     if v.get("llama_cpp_sycl_server_enabled"):
         if not re.match(r"^/.*[.]gguf$", str(v.get("llama_cpp_sycl_server_model", ""))):
             out.append("llama_cpp_sycl_server_model must be the absolute path of a .gguf on the box")
-        if not 0 < (_number(v.get("llama_cpp_sycl_server_port"), int) or 0) < 65536:
+        if not 0 < (number(v.get("llama_cpp_sycl_server_port"), int) or 0) < 65536:
             out.append("llama_cpp_sycl_server_port must be 1-65535")
         out += llama_server_args(v.get("llama_cpp_sycl_server_extra_args", []))
         for name in (
@@ -220,7 +153,7 @@ def mainline_kernel(v: dict) -> list[str]:
     if not (isinstance(release, str) and re.fullmatch(r"[0-9]+[.][0-9]+[0-9A-Za-z.+~_-]*", release)):
         out.append(
             "mainline_kernel_release must be the release the packages install, e.g. 7.2.0-070200-generic "
-            f"(got {_json(release)})"
+            f"(got {as_json(release)})"
         )
     packages = v.get("mainline_kernel_packages") or []
     if not packages:
@@ -229,7 +162,7 @@ def mainline_kernel(v: dict) -> list[str]:
     for p in packages:
         p = p if isinstance(p, dict) else {}
         where = str(p.get("url") or p.get("path") or "")
-        label = where if (p.get("url") is None) != (p.get("path") is None) else _json(p)
+        label = where if (p.get("url") is None) != (p.get("path") is None) else as_json(p)
         out += pinned_file("mainline_kernel_packages", p, label=label, file_suffix=".deb")
         names.append(os.path.basename(where))
     if len(set(names)) != len(names):
@@ -259,32 +192,27 @@ def vllm_service_image(v: dict) -> list[str]:
 def _health(v: dict) -> list[str]:
     """The health watch's pace and restart limits."""
     out = []
-    interval = _number(v.get("vllm_service_health_interval"), int) or 0
+    interval = number(v.get("vllm_service_health_interval"), int) or 0
     if interval < 1:
         out.append("vllm_service_health_interval must be at least 1 second")
-    if (_number(v.get("vllm_service_health_stall_seconds"), int) or 0) < max(interval, 1):
+    if (number(v.get("vllm_service_health_stall_seconds"), int) or 0) < max(interval, 1):
         out.append("vllm_service_health_stall_seconds must be at least vllm_service_health_interval")
-    if not 1 <= (_number(v.get("vllm_service_health_max_restarts_per_hour"), int) or 0) <= 60:
+    if not 1 <= (number(v.get("vllm_service_health_max_restarts_per_hour"), int) or 0) <= 60:
         out.append("vllm_service_health_max_restarts_per_hour must be 1 to 60")
-    min_interval = _number(v.get("vllm_service_health_min_interval"), int)
+    min_interval = number(v.get("vllm_service_health_min_interval"), int)
     if min_interval is None or min_interval < 0:
         out.append("vllm_service_health_min_interval must be 0 or more seconds")
     return out
 
 
-def _plain_path(value: Any) -> bool:
-    """An absolute path a unit file's command line takes as one word."""
-    return isinstance(value, str) and value.startswith("/") and not any(c.isspace() for c in value)
-
-
 def arcops_helpers(v: dict) -> list[str]:
     """The helpers' folder, the metrics' folder and pace."""
     out = []
-    if not _plain_path(v.get("arcops_helpers_lib")):
+    if not plain_path(v.get("arcops_helpers_lib")):
         out.append("arcops_helpers_lib must be an absolute path without spaces")
-    if not _plain_path(v.get("arcops_helpers_metrics_dir")):
+    if not plain_path(v.get("arcops_helpers_metrics_dir")):
         out.append("arcops_helpers_metrics_dir must be an absolute path without spaces")
-    if (_number(v.get("arcops_helpers_metrics_interval"), int) or 0) < 10:
+    if (number(v.get("arcops_helpers_metrics_interval"), int) or 0) < 10:
         out.append("arcops_helpers_metrics_interval must be at least 10 seconds")
     return out
 
@@ -312,9 +240,9 @@ def vllm_service(v: dict) -> list[str]:
             out.append(f"{name} must be one word without spaces (it goes into the units' command lines)")
         else:
             out += unit_value(name, value)
-    if not 1 <= (_number(v.get("vllm_service_watchdog_attempts"), int) or 0) <= 10:
+    if not 1 <= (number(v.get("vllm_service_watchdog_attempts"), int) or 0) <= 10:
         out.append("vllm_service_watchdog_attempts must be 1 to 10")
-    if (_number(v.get("vllm_service_watchdog_start_timeout"), int) or 0) < 60:
+    if (number(v.get("vllm_service_watchdog_start_timeout"), int) or 0) < 60:
         out.append("vllm_service_watchdog_start_timeout must be at least 60 seconds")
     out += _health(v)
     if out:
@@ -409,7 +337,7 @@ def verify(v: dict) -> list[str]:
             )
         except VerifyError as e:
             out.append(str(e).replace("bench.", "verify_bench_", 1))
-    if (_number(v.get("verify_timeout")) or 0) <= 0:
+    if (number(v.get("verify_timeout")) or 0) <= 0:
         out.append("verify_timeout must be a number of seconds above 0")
     return out
 

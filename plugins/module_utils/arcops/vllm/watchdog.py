@@ -1,7 +1,7 @@
 """Start Intel's vLLM container and restart it when the xe driver logs a hang before vLLM is ready.
 
 On dual Arc B60 boxes about one vLLM start in four hung with both cards resetting their copy
-engines (shared/field-reports/dual-b60-vllm-hangs.txt). The watchdog starts the container (which
+engines (docs/field-knowledge.md, "A start watchdog"). The watchdog starts the container (which
 Ansible created from the spec) and follows the kernel journal from that moment for new xe events
 (xe_events.py) until vLLM logs "Application startup complete." or --start-timeout passes.
 
@@ -35,9 +35,7 @@ stacks and devcoredumps under <report dir>/<UTC timestamp>/attempt-N/.
 from __future__ import annotations
 
 import json
-import math
 import os
-import queue
 import re
 import socket
 import time
@@ -45,14 +43,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..box import journal, xe_events
+from ..box import journal
 from ..common.inputs import InputError, read_text
 from ..common.sysroot import SysRoot
 from ..common.times import utc_iso, utc_stamp
-from .docker_api import DockerError, parse_timestamp
-from .evidence import python_stacks, take_devcoredumps
-from .startlog import READY_TEXT, kv_cache_tokens
-from .watch_events import PREFIX, WatchEvents, close
+from .docker_api import DockerError
+from .watch_events import PREFIX, WatchEvents
+from .watch_start import WatchedStart, tokens_text
 
 EXIT_READY, EXIT_CRASH, EXIT_ERROR, EXIT_XE_EVENTS, EXIT_TIMEOUT = 0, 1, 2, 3, 4
 # Run results (the report's "result"); STOPPED: a signal stopped it before ready.
@@ -126,7 +123,28 @@ class Options:
     py_spy_timeout: float = 20.0  # for all dumps of one attempt together
 
 
-class Watchdog:
+def new_report(spec: dict, started: float, warm_restart: bool) -> dict:
+    """The run's report as it starts: filled in by the run, written as JSON at its end."""
+    return {
+        "spec_hash": spec.get("spec_hash"),
+        "container": spec["name"],
+        "started_at": utc_iso(started),
+        "caches_cold": None,
+        "result": None,
+        "exit_code": None,
+        "error": None,
+        "attempts": [],
+        "devcoredumps_before_start": [],
+        "warm_restart": {
+            "requested": warm_restart,
+            "done": False,
+            "cold_kv_cache_tokens": None,
+            "kv_cache_tokens": None,
+        },
+    }
+
+
+class Watchdog(WatchedStart):
     """One watched start (with retries) of the spec's container. run() returns the exit code.
 
     engine: docker_api.Engine or a fake with inspect, start, stop, wait, logs, pids.
@@ -164,23 +182,7 @@ class Watchdog:
         self._stop_signal: int | None = None
         self.started = self.clock()
         self.stamp = utc_stamp(self.started)
-        self.report: dict = {
-            "spec_hash": spec.get("spec_hash"),
-            "container": self.name,
-            "started_at": utc_iso(self.started),
-            "caches_cold": None,
-            "result": None,
-            "exit_code": None,
-            "error": None,
-            "attempts": [],
-            "devcoredumps_before_start": [],
-            "warm_restart": {
-                "requested": self.options.warm_restart,
-                "done": False,
-                "cold_kv_cache_tokens": None,
-                "kv_cache_tokens": None,
-            },
-        }
+        self.report = new_report(spec, self.started, self.options.warm_restart)
 
     # --- public -------------------------------------------------------------------------------
 
@@ -260,10 +262,8 @@ class Watchdog:
             warm["done"] = result == READY
             if result != READY:
                 return result
-            self._say(
-                "warm restart: GPU KV cache "
-                f"{_tokens(first['kv_cache_tokens'])} tokens cold -> {_tokens(ready['kv_cache_tokens'])} warm"
-            )
+            cold_kv, warm_kv = tokens_text(first["kv_cache_tokens"]), tokens_text(ready["kv_cache_tokens"])
+            self._say(f"warm restart: GPU KV cache {cold_kv} tokens cold -> {warm_kv} warm")
         self.report["result"] = READY
         self._write_report()
         if self.options.until_ready:
@@ -295,101 +295,6 @@ class Watchdog:
         self._say(f"xe events on all {total} attempts: giving up")
         return XE_EVENTS, attempt
 
-    def _attempt(self, label: str, warm: bool) -> dict:
-        """One watched start; its outcome: ready, xe_event, crash, timeout or stopped."""
-        n = len(self.report["attempts"]) + 1
-        attempt = {
-            "n": n,
-            "warm_restart": warm,
-            "started_at": None,
-            "outcome": None,
-            "seconds_to_ready": None,
-            "kv_cache_tokens": None,
-            "exit_code": None,
-            "events": [],
-            "stacks": [],
-            "devcoredumps": [],
-        }
-        self.report["attempts"].append(attempt)
-        self._say(f"{label}: starting {self.name}, watching the kernel journal for xe events")
-        # The journal mark comes first: every kernel line from here on is seen, none from before.
-        self._start_in_a_new_second()
-        follower = self.journal_factory()
-        self.events.on_close(follower)
-        t0 = self.clock()
-        attempt["started_at"] = utc_iso(t0)
-        self.engine.start(self.name)
-        self.events.journal(n, follower)
-        self.events.logs(n, self.engine.logs(self.name, since=t0, follow=True))
-        self.events.exit(n, self.engine, self.name)
-        deadline = t0 + self.options.start_timeout
-        journal_warned = False
-        while True:
-            remaining = deadline - self.clock()
-            if remaining <= 0:
-                self._say(
-                    f"{label}: no startup complete and no xe event within {self.options.start_timeout:g} s; "
-                    "stopping, not retrying"
-                )
-                attempt["stacks"] = self._stacks(self._artifacts(n))
-                self._stop_container(attempt)
-                attempt["outcome"] = "timeout"
-                return attempt
-            try:
-                kind, token, payload = self.events.get(timeout=min(remaining, 1.0))
-            except queue.Empty:
-                continue
-            if token not in (None, n):
-                continue  # from an earlier start
-            if kind == "signal":
-                self._say(f"signal {payload} before startup complete: stopping {self.name}")
-                self._stop_container(attempt)
-                attempt["outcome"] = "stopped"
-                return attempt
-            if kind == "log":
-                self._log_line(attempt, payload)
-                if READY_TEXT in payload:
-                    attempt["seconds_to_ready"] = round(self.clock() - t0, 3)
-                    attempt["outcome"] = "ready"
-                    self._say(
-                        f"{label}: ready after {attempt['seconds_to_ready']:g} s, "
-                        f"GPU KV cache {_tokens(attempt['kv_cache_tokens'])} tokens"
-                    )
-                    close(follower)
-                    return attempt
-            elif kind == "xe":
-                self._xe_event(attempt, label, payload, exited=False)
-                return attempt
-            elif kind == "exit":
-                attempt["exit_code"] = payload
-                # vLLM may die of the hang before the kernel line reaches the journal: give it time.
-                late = self._late_xe_event(n)
-                if late is not None:
-                    self._xe_event(attempt, label, late, exited=True)
-                    return attempt
-                self._say(
-                    f"{label}: {self.name} exited with code {payload} before startup complete "
-                    "and no xe event: crash, not retrying"
-                )
-                attempt["outcome"] = "crash"
-                return attempt
-            elif kind == "journal_end" and not journal_warned:
-                journal_warned = True
-                self._say(f"{label}: the kernel journal follower ended ({payload}): xe events go unseen")
-            elif kind == "wait_error":
-                raise DockerError(payload)
-
-    def _start_in_a_new_second(self) -> None:
-        """Wait for the second after the container's last run ended. podman stamps log lines in
-        whole seconds, so logs(since=t0) lets through a line the last run wrote in t0's second:
-        a warm restart right after a ready start once read the old run's "startup complete"."""
-        info = self.engine.inspect(self.name) or {}
-        finished = parse_timestamp((info.get("State") or {}).get("FinishedAt") or "")
-        if finished is not None:
-            delay = math.floor(finished) + 1 - self.clock()
-            if 0 < delay <= 1:
-                self.sleep(delay)
-
     def _serve(self, ready: dict) -> str:
         """After ready: forward the log until the container exits (crash) or a signal stops it."""
         n = ready["n"]
@@ -410,74 +315,6 @@ class Watchdog:
                 return CRASH
             elif kind == "wait_error":
                 raise DockerError(payload)
-
-    # --- events -----------------------------------------------------------------------------------
-
-    def _log_line(self, attempt: dict, line: str) -> None:
-        self.out(line)
-        tokens = kv_cache_tokens(line)
-        if tokens is not None:
-            attempt["kv_cache_tokens"] = tokens
-
-    def _late_xe_event(self, n: int) -> xe_events.Event | None:
-        for kind, payload in self.events.settle(n, self.options.dump_settle):
-            if kind == "xe":
-                return payload
-            if kind == "log":
-                self.out(payload)
-        return None
-
-    def _xe_event(self, attempt: dict, label: str, event: xe_events.Event, exited: bool) -> None:
-        n = attempt["n"]
-        attempt["outcome"] = "xe_event"
-        attempt["events"].append(event.as_dict())
-        where = self._artifacts(n)
-        when = "after the container exited" if exited else "before startup complete"
-        stacks = [] if exited else self._stacks(where)
-        attempt["stacks"] = stacks
-        taken = sum(1 for s in stacks if "file" in s)
-        self._say(
-            f"{label}: {event.summary()} {when}; "
-            f"stacks -> {where} ({taken} of {len(stacks)} python processes)"
-        )
-        # Both cards usually log within the same second, and the devcoredump shows up a moment
-        # after the reset: collect what follows for dump_settle seconds.
-        for kind, payload in self.events.settle(n, self.options.dump_settle):
-            if kind == "xe":
-                attempt["events"].append(payload.as_dict())
-                self._say(f"{label}: also {payload.summary()}")
-            elif kind == "log":
-                self._log_line(attempt, payload)
-            elif kind == "exit":
-                attempt["exit_code"] = payload
-        attempt["devcoredumps"] = self._devcoredumps(where)
-        for dump in attempt["devcoredumps"]:
-            if "file" in dump:
-                self._say(f"{label}: devcoredump {dump['card']} ({dump['device']}) -> {dump['file']}, freed")
-            else:
-                self._say(f"{label}: devcoredump {dump['card']}: {dump['error']}")
-        if not attempt["devcoredumps"]:
-            self._say(f"{label}: no devcoredump after {self.options.dump_settle:g} s")
-        self._say(f"{label}: stopping {self.name}")
-        self._stop_container(attempt)
-
-    def _stop_container(self, attempt: dict) -> None:
-        self.engine.stop(self.name, self.options.stop_timeout)
-        self.events.close_all()
-
-    # --- evidence ---------------------------------------------------------------------------------
-
-    def _artifacts(self, n: int) -> Path:
-        return self.options.report_dir / self.stamp / f"attempt-{n}"
-
-    def _stacks(self, where: Path) -> list[dict]:
-        o = self.options
-        return python_stacks(
-            self.engine, self.name, self.sysroot, where, o.py_spy, o.py_spy_timeout, self.clock
-        )
-
-    def _devcoredumps(self, where: Path) -> list[dict]:
-        return take_devcoredumps(self.sysroot, where)
 
     # --- report -----------------------------------------------------------------------------------
 
@@ -501,7 +338,3 @@ class Watchdog:
             self._say(f"cannot write the report in {directory}: {e}")
             return None
         return path
-
-
-def _tokens(n: int | None) -> str:
-    return "?" if n is None else f"{n:,}"
