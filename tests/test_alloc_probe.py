@@ -178,12 +178,12 @@ def test_cli_verdict_exit_codes(tmp_path, capsys):
     good, bad = tmp_path / "good.json", tmp_path / "bad.json"
     good.write_text(json.dumps(arc_report()))
     bad.write_text(json.dumps(arc_report(ze_mib=900)))
-    assert cli.main(["alloc-probe-verdict", str(good)]) == 0
+    assert cli.main(["llama", "probe-verdict", str(good)]) == 0
     assert "verdict: ok" in capsys.readouterr().out
-    assert cli.main(["alloc-probe-verdict", str(bad)]) == 1
+    assert cli.main(["llama", "probe-verdict", str(bad)]) == 1
     assert "verdict: FAILED" in capsys.readouterr().out
     (tmp_path / "junk.json").write_text("junk")
-    assert cli.main(["alloc-probe-verdict", str(tmp_path / "junk.json")]) == 2
+    assert cli.main(["llama", "probe-verdict", str(tmp_path / "junk.json")]) == 2
 
 
 def _mutated(**changes):
@@ -235,7 +235,9 @@ def test_verdict_refuses_a_limit_it_cannot_judge_by(limit, tmp_path, capsys):
         allocprobe.verdict(arc_report(), limit)
     (tmp_path / "good.json").write_text(json.dumps(arc_report()))
     assert (
-        cli.main(["alloc-probe-verdict", str(tmp_path / "good.json"), "--max-host-ram-fraction", str(limit)])
+        cli.main(
+            ["llama", "probe-verdict", str(tmp_path / "good.json"), "--max-host-ram-fraction", str(limit)]
+        )
         == 2
     )
     assert "must be a fraction between 0 and 1" in capsys.readouterr().err
@@ -244,7 +246,7 @@ def test_verdict_refuses_a_limit_it_cannot_judge_by(limit, tmp_path, capsys):
 def test_zero_byte_probe_never_passes_through_the_cli(tmp_path, capsys):
     """Before: bytes 0 made every fraction 0.0, so a probe that allocated nothing passed."""
     (tmp_path / "zero.json").write_text(_mutated(bytes=0))
-    assert cli.main(["alloc-probe-verdict", str(tmp_path / "zero.json")]) == 2
+    assert cli.main(["llama", "probe-verdict", str(tmp_path / "zero.json")]) == 2
     assert capsys.readouterr().err.strip() == "arcops: probe output: bytes is 0, must be at least 1"
 
 

@@ -66,7 +66,7 @@ def test_the_bench_command_against_the_real_server(vllm_server, tmp_path, capsys
     from arcops import cli
 
     monkeypatch.setenv("ARCOPS_API_KEY", API_KEY)
-    base = ["bench", "--url", vllm_server.url, "--model", MODEL_NAME, "--output-tokens", "16"]
+    base = ["prove", "bench", "--url", vllm_server.url, "--model", MODEL_NAME, "--output-tokens", "16"]
     out_file = tmp_path / "result.json"
     code = cli.main(
         [

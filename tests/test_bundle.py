@@ -113,11 +113,11 @@ def test_not_a_bundle(tmp_path):
 
 def test_cli_lock_then_verify(tarball, unpacked, tmp_path, capsys):
     lock_file = tmp_path / "bundle.lock.json"
-    assert main(["bundle", "lock", str(tarball), "-o", str(lock_file)]) == 0
+    assert main(["stack", "bundle", "lock", str(tarball), "-o", str(lock_file)]) == 0
     assert json.loads(lock_file.read_text())["kernel_release"] == "6.17.0-1009-intel"
-    assert main(["bundle", "verify", str(unpacked), "--lock", str(lock_file)]) == 0
+    assert main(["stack", "bundle", "verify", str(unpacked), "--lock", str(lock_file)]) == 0
     assert "matches" in capsys.readouterr().out
-    assert main(["bundle", "lock", str(tmp_path / "missing.tar.xz")]) == 2
+    assert main(["stack", "bundle", "lock", str(tmp_path / "missing.tar.xz")]) == 2
     assert "no such file" in capsys.readouterr().err
 
 
@@ -145,16 +145,16 @@ def test_broken_tarball_makes_no_lock(tarball, tmp_path, capsys, how):
         data += b"trailing garbage"
     gz.write_bytes(bytes(data))
     out = tmp_path / "lock.json"
-    assert main(["bundle", "lock", str(gz), "-o", str(out)]) == 2
+    assert main(["stack", "bundle", "lock", str(gz), "-o", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"arcops: {gz}: cannot unpack: ") and "\n" not in err
     assert not out.exists()
 
 
 def test_lock_output_that_is_a_folder_is_refused_before_any_work(tarball, tmp_path, capsys):
-    assert main(["bundle", "lock", str(tarball), "-o", str(tmp_path)]) == 2
+    assert main(["stack", "bundle", "lock", str(tarball), "-o", str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip() == f"arcops: lock file (-o) {tmp_path}: is a folder"
-    assert main(["bundle", "lock", str(tarball), "-o", str(tmp_path / "no" / "lock.json")]) == 2
+    assert main(["stack", "bundle", "lock", str(tarball), "-o", str(tmp_path / "no" / "lock.json")]) == 2
     assert "does not exist" in capsys.readouterr().err
 
 
@@ -176,7 +176,7 @@ def test_lock_output_that_is_a_folder_is_refused_before_any_work(tarball, tmp_pa
 def test_lock_of_the_wrong_shape_is_named(unpacked, tmp_path, capsys, text, message):
     path = tmp_path / "lock.json"
     path.write_bytes(text.encode("utf-8", "surrogateescape") if "\xff" not in text else b"{\xff}")
-    assert main(["bundle", "verify", str(unpacked), "--lock", str(path)]) == 2
+    assert main(["stack", "bundle", "verify", str(unpacked), "--lock", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert re.search(message, err) and err.startswith(f"arcops: lock {path}: ") and "\n" not in err
 
@@ -188,8 +188,8 @@ def test_lock_entries_with_wrong_types_are_refused_by_verify(unpacked, lock):
 
 
 def test_missing_lock_says_how_to_make_it(unpacked, tmp_path, capsys):
-    assert main(["bundle", "verify", str(unpacked), "--lock", str(tmp_path / "none.json")]) == 2
-    assert "make it with `arcops bundle lock TARBALL -o" in capsys.readouterr().err
+    assert main(["stack", "bundle", "verify", str(unpacked), "--lock", str(tmp_path / "none.json")]) == 2
+    assert "make it with `arcops stack bundle lock TARBALL -o" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("version", [b"", b"\n\n", b"\xff\xfe26.18\n", b"26.18 and words\n"])
@@ -231,7 +231,7 @@ def test_lock_refuses_members_outside_the_bundle(tmp_path, monkeypatch, capsys, 
         pytest.skip("this Python has no extraction filters")
     tb = _escaping_tarball(tmp_path / "evil.tar.gz", kind)
     out = tmp_path / "lock.json"
-    assert main(["bundle", "lock", str(tb), "-o", str(out)]) == 2
+    assert main(["stack", "bundle", "lock", str(tb), "-o", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     # A leading "/" is dropped, as Python's filter does: that member lands inside, and the
     # tarball is then refused as no bundle.

@@ -4,7 +4,7 @@ from arcops.cli import main
 
 
 def test_facts_json(dual_b60, capsys):
-    assert main(["facts", "--root", str(dual_b60), "--json", "--disk", "/tmp"]) == 0
+    assert main(["box", "facts", "--root", str(dual_b60), "--json", "--disk", "/tmp"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["simulated"] is True
     assert out["host"]["mem_total_gib"] == 62.7
@@ -12,7 +12,7 @@ def test_facts_json(dual_b60, capsys):
 
 
 def test_gpus_table_says_simulated_and_shows_the_slot_link(dual_b60, capsys):
-    assert main(["gpus", "--root", str(dual_b60)]) == 0
+    assert main(["box", "gpus", "--root", str(dual_b60)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("SIMULATED")
     assert out[1].split()[:3] == ["address", "device_id", "model"]
@@ -23,7 +23,7 @@ def test_gpus_table_says_simulated_and_shows_the_slot_link(dual_b60, capsys):
 def test_firmware_version_refuses_a_non_blob(tmp_path, capsys):
     junk = tmp_path / "junk.bin"
     junk.write_bytes(b"not firmware" * 20)
-    assert main(["firmware-version", str(junk)]) == 2
+    assert main(["box", "firmware-version", str(junk)]) == 2
     assert "not a GuC/HuC firmware blob" in capsys.readouterr().err
 
 
@@ -31,7 +31,7 @@ def test_guc_loaded_from_a_journal_file(capsys):
     from .conftest import REPO
 
     log = REPO / "tests/fixtures/journal/xe-firmware-loads.log"
-    assert main(["guc-loaded", "--journal-file", str(log), "--json"]) == 0
+    assert main(["box", "guc-loaded", "--journal-file", str(log), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert {(r["address"], r["kind"], r["version"]) for r in rows} >= {
         ("0000:29:00.0", "GuC", "70.60.0"),

@@ -112,13 +112,13 @@ def test_not_a_deb_is_a_clear_error_and_nothing_is_written(ubuntu_style_deb, tmp
 
 
 def test_cli_reports_and_fails_clearly(ubuntu_style_deb, tmp_path, capsys):
-    assert cli.main(["debrepack", str(ubuntu_style_deb), "-o", str(tmp_path / "out")]) == 0
+    assert cli.main(["stack", "debrepack", str(ubuntu_style_deb), "-o", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
     assert "repacked, 2 run-parts call(s) split in postinst, postrm" in out
     assert "postinst:25 (here-document)" in out
     bogus = tmp_path / "x.deb"
     bogus.write_text("x")
-    assert cli.main(["debrepack", str(bogus), "-o", str(tmp_path / "out")]) == 2
+    assert cli.main(["stack", "debrepack", str(bogus), "-o", str(tmp_path / "out")]) == 2
     assert "not a valid .deb" in capsys.readouterr().err
 
 

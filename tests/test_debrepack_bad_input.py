@@ -145,7 +145,7 @@ def test_heredoc_that_only_mentions_run_parts_needs_nothing(tmp_path):
 def test_output_that_is_a_file_is_refused(tmp_path, capsys):
     deb = craft_deb.deb(tmp_path / "good.deb")
     (tmp_path / "out").write_text("a file, not a folder\n")
-    assert cli.main(["debrepack", str(deb), "-o", str(tmp_path / "out")]) == 2
+    assert cli.main(["stack", "debrepack", str(deb), "-o", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"arcops: output folder {tmp_path / 'out'}: exists and is not a folder"
     assert (tmp_path / "out").read_text() == "a file, not a folder\n"

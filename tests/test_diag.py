@@ -1,4 +1,4 @@
-"""arcops diag: the bundle of a fixture box (tests/fixtures/hosts/dual-b60 with records, a start
+"""arcops operate diag: the bundle of a fixture box (tests/fixtures/hosts/dual-b60 with records, a start
 report, xe sensors and a devcoredump), with the box's commands played by stand-ins on PATH. A key
 is planted wherever a secret could leak (its env file, a journal line, the container's inspect,
 a service's status, a start report's stacks, a devcoredump) and must be in no file of the bundle."""
@@ -94,7 +94,10 @@ def bundle_files(path: Path) -> dict[str, bytes]:
 
 def test_the_bundle_has_everything_with_no_secret_in_it(box, tmp_path, capsys):
     out = tmp_path / "diag.tar.gz"
-    assert cli.main(["diag", "--root", str(box), "--output", str(out), "--timeout", "1", "--json"]) == 0
+    assert (
+        cli.main(["operate", "diag", "--root", str(box), "--output", str(out), "--timeout", "1", "--json"])
+        == 0
+    )
     manifest = json.loads(capsys.readouterr().out)
     files = bundle_files(out)
     assert all(KEY.encode() not in data for data in files.values())
@@ -135,10 +138,13 @@ def test_a_bad_output_is_refused_before_anything_is_read_or_freed(box, tmp_path,
         (tmp_path, "is a folder"),
         (tmp_path / "d.zip", "name it FILE.tar.gz"),
     ):
-        assert cli.main(["diag", "--root", str(box), "--output", str(output)]) == 2
+        assert cli.main(["operate", "diag", "--root", str(box), "--output", str(output)]) == 2
         assert message in capsys.readouterr().err
     assert (
-        cli.main(["diag", "--root", str(box), "--output", str(tmp_path / "d.tar.gz"), "--timeout", "0"]) == 2
+        cli.main(
+            ["operate", "diag", "--root", str(box), "--output", str(tmp_path / "d.tar.gz"), "--timeout", "0"]
+        )
+        == 2
     )
     assert dump.read_bytes() == before and not (tmp_path / "d.tar.gz").exists()
 
@@ -146,7 +152,19 @@ def test_a_bad_output_is_refused_before_anything_is_read_or_freed(box, tmp_path,
 def test_keep_devcoredumps_leaves_them(box, tmp_path, capsys):
     out = tmp_path / "diag.tar.gz"
     assert (
-        cli.main(["diag", "--root", str(box), "--output", str(out), "--timeout", "1", "--keep-devcoredumps"])
+        cli.main(
+            [
+                "operate",
+                "diag",
+                "--root",
+                str(box),
+                "--output",
+                str(out),
+                "--timeout",
+                "1",
+                "--keep-devcoredumps",
+            ]
+        )
         == 0
     )
     assert (box / DUMP).read_bytes().startswith(b"**** Xe")
@@ -247,7 +265,10 @@ def test_a_key_file_moved_out_of_its_default_place_is_still_known(box, tmp_path,
     stray = box / "var/lib/arcops/verify/keys.json"
     stray.write_text(json.dumps({"copied": other}))
     out = tmp_path / "diag.tar.gz"
-    assert cli.main(["diag", "--root", str(box), "--output", str(out), "--timeout", "1", "--json"]) == 0
+    assert (
+        cli.main(["operate", "diag", "--root", str(box), "--output", str(out), "--timeout", "1", "--json"])
+        == 0
+    )
     files = bundle_files(out)
     assert all(other.encode() not in data for data in files.values())
     assert not any(name.endswith("vllm.env") for name in files)
@@ -255,7 +276,7 @@ def test_a_key_file_moved_out_of_its_default_place_is_still_known(box, tmp_path,
 
 def test_a_bundle_is_made_exclusively_and_never_over_a_file(box, tmp_path, capsys):
     out = tmp_path / "diag.tar.gz"
-    argv = ["diag", "--root", str(box), "--output", str(out), "--timeout", "1"]
+    argv = ["operate", "diag", "--root", str(box), "--output", str(out), "--timeout", "1"]
     assert cli.main(argv) == 0
     assert stat.S_IMODE(out.stat().st_mode) == 0o600
     before = out.read_bytes()
@@ -267,6 +288,6 @@ def test_a_bundle_is_made_exclusively_and_never_over_a_file(box, tmp_path, capsy
     target.write_text("keep")
     link = tmp_path / "link.tar.gz"
     link.symlink_to(target)
-    assert cli.main([*argv[:3], "--output", str(link), "--timeout", "1"]) == 2
+    assert cli.main([*argv[:4], "--output", str(link), "--timeout", "1"]) == 2
     assert target.read_text() == "keep" and link.is_symlink()
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no partial left

@@ -1,4 +1,4 @@
-"""GPU memory per card from DRM fdinfo (arcops gpu-memory): fixture /proc trees in the format xe
+"""GPU memory per card from DRM fdinfo (arcops box gpu-memory): fixture /proc trees in the format xe
 writes (tests/fixtures/drm_fdinfo/xe-client.txt: the example of the xe driver's documentation,
 docs.kernel.org/gpu/xe/xe-drm-usage-stats.html)."""
 
@@ -79,18 +79,18 @@ def test_clients_are_counted_once_per_card_and_host_ram_is_system_plus_gtt(tmp_p
 
 def test_cli_prints_a_table_and_json_and_exits_1_without_clients(tmp_path, capsys):
     root = two_card_box(tmp_path / "box")
-    assert cli.main(["gpu-memory", "--root", str(root)]) == 0
+    assert cli.main(["box", "gpu-memory", "--root", str(root)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == ["card", "driver", "clients", "processes", "host_gib", "vram_gib"]
     assert [line.split() for line in out[-2:]] == [
         ["0000:03:00.0", "xe", "2", "2", "11.5", "20.0"],
         ["0000:83:00.0", "xe", "1", "2", "11.0", "21.0"],
     ]
-    assert cli.main(["gpu-memory", "--root", str(root), "--pid", "102", "--json"]) == 0
+    assert cli.main(["box", "gpu-memory", "--root", str(root), "--pid", "102", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [(r["pdev"], r["host_bytes"]) for r in data["cards"]] == [("0000:83:00.0", 11 * GIB)]
     (tmp_path / "empty" / "proc").mkdir(parents=True)
-    assert cli.main(["gpu-memory", "--root", str(tmp_path / "empty")]) == 1
+    assert cli.main(["box", "gpu-memory", "--root", str(tmp_path / "empty")]) == 1
     assert "no DRM client" in capsys.readouterr().err
 
 

@@ -1,4 +1,4 @@
-"""arcops gate against a real vLLM (the CPU build) serving a tiny random model: the model answers
+"""arcops prove gate against a real vLLM (the CPU build) serving a tiny random model: the model answers
 nonsense, deterministically, so these tests judge the gate (both runs, goldens, drift, a server
 made wrong on purpose, every bad input), never the model. One server start for all of them."""
 
@@ -22,7 +22,7 @@ def key_file(tmp_path_factory):
 
 
 def run_gate(capsys, *argv):
-    code = cli.main(["gate", *argv])
+    code = cli.main(["prove", "gate", *argv])
     out, err = capsys.readouterr()
     return code, out, err
 

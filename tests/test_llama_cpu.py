@@ -99,7 +99,8 @@ def test_verify_asks_the_one_model_llama_server_serves(llama_server):
 def test_llama_bench_records_mean_and_stddev(tools, tmp_path, capsys):
     result_file = tmp_path / "bench.json"
     argv = [
-        "llama-bench",
+        "llama",
+        "bench",
         "--llama-bench",
         str(tools / "bin/llama-bench"),
         "--model",
@@ -155,7 +156,7 @@ def test_llama_bench_bad_input_is_one_line_and_exit_2(tools, tmp_path, capsys, a
             "{fails}", str(tmp_path / "fails")
         )
     code, out, err = run_cli(
-        capsys, "llama-bench", *[x for kv in args.items() for x in kv], *(["--", *extra] if extra else [])
+        capsys, "llama", "bench", *[x for kv in args.items() for x in kv], *(["--", *extra] if extra else [])
     )
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert message in err
@@ -194,7 +195,8 @@ def test_any_llama_bench_output_parses_or_is_refused_in_one_line(text):
 
 def test_one_device_and_a_layer_split_answer_byte_for_byte_alike(tools, tmp_path, capsys):
     argv = [
-        "llama-same-output",
+        "llama",
+        "same-output",
         "--llama-server",
         str(tools / "bin/llama-server"),
         "--model",
@@ -266,6 +268,6 @@ def test_same_output_bad_input_is_one_line_and_exit_2(tools, tmp_path, capsys):
             "llama-server exited with 1 before it was ready",
         ),
     ]:
-        code, out, err = run_cli(capsys, "llama-same-output", *argv)
+        code, out, err = run_cli(capsys, "llama", "same-output", *argv)
         assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
         assert message in err

@@ -277,7 +277,7 @@ def test_recent_fixture_with_its_leftovers_routed_compiles_and_runs_on_the_cpu_d
 
 def test_cli_reports_the_path_and_exit_codes(source, capsys):
     root = source("fixture-old")
-    assert cli.main(["llama-source", "--check", str(root)]) == 0
+    assert cli.main(["llama", "source", "--check", str(root)]) == 0
     out = capsys.readouterr().out
     assert out.startswith(
         "arcops change: would route 5 device allocation(s), 1 device free(s), 1 host free(s), "
@@ -285,22 +285,22 @@ def test_cli_reports_the_path_and_exit_codes(source, capsys):
     )
     assert f"  {SYCL}/ggml-sycl.cpp:49: host free: sycl::free(ptr, *qptr)\n" in out
     assert "cmake: -DGGML_SYCL=ON -DGGML_SYCL_F16=ON" in out
-    assert cli.main(["llama-source", str(root)]) == 0
-    assert cli.main(["llama-source", str(root)]) == 0
+    assert cli.main(["llama", "source", str(root)]) == 0
+    assert cli.main(["llama", "source", str(root)]) == 0
     assert "arcops change already applied" in capsys.readouterr().out
     recent = source("fixture-recent")
-    assert cli.main(["llama-source", "--upstream-untouched", str(recent)]) == 0
+    assert cli.main(["llama", "source", "--upstream-untouched", str(recent)]) == 0
     assert capsys.readouterr().out.splitlines()[:3] == [
         f"upstream Level Zero allocation path ({SYCL}/common.cpp:15)",
         "source left as is",
         f"  still sycl::malloc_device: {SYCL}/fattn-buffers.cpp:18: sycl::malloc_device( need_bytes, *qptr)",
     ]
-    assert cli.main(["llama-source", str(recent)]) == 0
+    assert cli.main(["llama", "source", str(recent)]) == 0
     assert capsys.readouterr().out.splitlines()[1] == (
         "leftovers: routed 1 device allocation(s), 2 device free(s), 1 host free(s) "
         "through arcops-ze-alloc.hpp"
     )
-    assert cli.main(["llama-source", str(recent)]) == 0
+    assert cli.main(["llama", "source", str(recent)]) == 0
     assert capsys.readouterr().out.splitlines()[1] == "leftovers already routed (4 call(s))"
-    assert cli.main(["llama-source", str(source("fixture-unsupported"))]) == 2
+    assert cli.main(["llama", "source", str(source("fixture-unsupported"))]) == 2
     assert "aligned_alloc_device" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""arcops metrics: a box's records, GPUs and kernel journal as Prometheus text. The box is a fixture
+"""arcops operate metrics: a box's records, GPUs and kernel journal as Prometheus text. The box is a fixture
 tree (tests/fixtures/hosts/dual-b60, records as the stages publish them, the real xe hang lines);
 the output passes Debian's real promtool and is served by Debian's real node_exporter."""
 
@@ -91,7 +91,7 @@ def samples(text: str) -> dict[str, float]:
 
 def test_the_box_state_as_metrics(tmp_path, capsys):
     root = box(tmp_path)
-    assert cli.main(["metrics", "--root", str(root), "--journal-file", str(HANG)]) == 0
+    assert cli.main(["operate", "metrics", "--root", str(root), "--journal-file", str(HANG)]) == 0
     text = capsys.readouterr().out
     got = samples(text)
     stack = [k for k in got if k.startswith("arcops_stack_info{")]
@@ -123,7 +123,7 @@ def test_the_box_state_as_metrics(tmp_path, capsys):
 def test_nothing_known_is_absent_not_zero(tmp_path, capsys):
     root = tmp_path / "empty"
     shutil.copytree(FIXTURES / "hosts" / "dual-b60", root, symlinks=True)
-    assert cli.main(["metrics", "--root", str(root)]) == 0
+    assert cli.main(["operate", "metrics", "--root", str(root)]) == 0
     got = samples(capsys.readouterr().out)
     assert got["arcops_xe_journal_readable"] == 0  # a fixture tree has no journal: said, not zero events
     assert not any(
@@ -145,10 +145,10 @@ def test_label_values_are_escaped():
 def test_output_is_written_atomically_and_a_bad_output_refused_first(tmp_path, capsys):
     root = box(tmp_path)
     out = tmp_path / "textfile" / "arcops.prom"
-    assert cli.main(["metrics", "--root", str(root), "--output", str(out)]) == 2
+    assert cli.main(["operate", "metrics", "--root", str(root), "--output", str(out)]) == 2
     assert "does not exist" in capsys.readouterr().err
     out.parent.mkdir()
-    assert cli.main(["metrics", "--root", str(root), "--output", str(out)]) == 0
+    assert cli.main(["operate", "metrics", "--root", str(root), "--output", str(out)]) == 0
     assert "arcops_stack_info{" in out.read_text() and sorted(p.name for p in out.parent.iterdir()) == [
         "arcops.prom"
     ]

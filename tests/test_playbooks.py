@@ -130,3 +130,14 @@ def test_the_vllm_container_is_created_from_the_checked_image_id():
     create = next(t for t in tasks if "community.docker.docker_container" in t)
     image = create["community.docker.docker_container"]["image"]
     assert image.startswith("{{ vllm_service_image_id if vllm_service_image_id | length > 0"), image
+
+
+@pytest.mark.parametrize("stage", [*STAGES[1:], "verify"])
+def test_every_stage_play_starts_with_the_one_guard(stage):
+    """The check of the box and the end for boxes a stage is not for are written once
+    (playbooks/tasks/stage_guard.yml); a stage play only says whether it wants the box."""
+    import yaml
+
+    (play,) = yaml.safe_load((REPO / "playbooks" / f"{stage}.yml").read_text())
+    assert [t.get("ansible.builtin.import_tasks") for t in play["pre_tasks"]] == ["tasks/stage_guard.yml"]
+    assert "include_role" not in (REPO / "playbooks" / f"{stage}.yml").read_text()

@@ -30,7 +30,6 @@ def role_settings(**over) -> Settings:
         "gpu_allowed_ids": DEFAULTS["preflight_gpu_allowed_ids"],
         "min_link_width": DEFAULTS["preflight_min_link_width"],
         "ram_required_gib": DEFAULTS["preflight_ram_required_gib"],
-        "ram_visible_factor": DEFAULTS["preflight_ram_visible_factor"],
         "disk_requirements": [{"path": "/", "gib": 0.0, "why": "nothing"}],
     }
     return Settings.from_mapping({**base, **over})
@@ -46,7 +45,7 @@ def test_the_dual_b60_box_passes_with_its_gen3_links_reported():
     problems, warnings = judged("dual-b60")
     assert problems == []
     assert warnings == [
-        f"{a}: PCIe link runs below what the card supports (see arcops gpus)"
+        f"{a}: PCIe link runs below what the card supports (see arcops box gpus)"
         for a in ("0000:29:00.0", "0000:2d:00.0")
     ]
 
@@ -63,7 +62,7 @@ def test_the_dual_b60_box_passes_with_its_gen3_links_reported():
         (
             "low-ram-32g",
             {},
-            "Host RAM: 31.4 GiB visible, profile graph_mtp needs 64 GiB installed. With 32 GB",
+            "Host RAM: MemTotal 31.4 GiB, profile graph_mtp needs 64 GB installed (MemTotal 60.16 GiB",
         ),
         (
             "low-ram-32g",
@@ -269,3 +268,14 @@ def test_module_documents_the_seal_folder_it_reads():
             value = (yaml.safe_load(path.read_text()) or {}).get(f"{stage}_state_dir")
             if value is not None:
                 assert value == f"{records.STATE_ROOT}/{stage}", path
+
+
+def test_the_ram_rule_has_one_home():
+    """Preflight judges a box and the vLLM spec refuses settings by the same figures
+    (arcops.box.ram_rule): the role states none of its own."""
+    from arcops.box import ram_rule
+    from arcops.vllm import spec_checks
+
+    assert DEFAULTS["preflight_ram_required_gib"] == {}
+    assert spec_checks.RAM_REQUIRED_GIB is ram_rule.REQUIRED_GIB
+    assert Settings().ram_visible_factor == ram_rule.VISIBLE_FACTOR == spec_checks.VISIBLE_FACTOR

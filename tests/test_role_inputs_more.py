@@ -129,7 +129,7 @@ def test_intel_stack_checks_the_lock_and_the_bundle_on_the_control_node(tmp_path
     missing = role_inputs.problems("intel_stack", {**values, "intel_stack_lock_file": ""})
     assert missing == [
         "The bundle lock (arcops_stack_lock is empty) is not a file on the control node: make it from the "
-        f"installer tarball with `arcops bundle lock {tarball.name} -o LOCK.json` and commit it to the "
+        f"installer tarball with `arcops stack bundle lock {tarball.name} -o LOCK.json` and commit it to the "
         "inventory"
     ]
     other = role_inputs.problems("intel_stack", {**values, "intel_stack_kernel_release": "7.0.0-1-other"})

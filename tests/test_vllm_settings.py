@@ -104,3 +104,22 @@ def test_any_number_is_refused_in_one_line_or_rendered(s, value):
         vllm_spec.render(BASE | {s.name: value}, 64, NODES)
     except vllm_spec.SpecError as e:
         assert all("\n" not in p for p in e.problems)
+
+
+def test_the_roles_watch_and_bench_defaults_are_the_codes():
+    """The watchdog's, the health watch's and the bench's defaults live in the code
+    (vllm/watch_options.py, prove/bench.py); the roles state the same values."""
+    from arcops.prove import bench
+    from arcops.vllm import watch_options
+
+    defaults = yaml.safe_load((ROLE / "defaults/main.yml").read_text())
+    dog, health = watch_options.WatchdogOptions(), watch_options.HealthOptions()
+    assert defaults["vllm_service_watchdog_attempts"] == dog.attempts
+    assert defaults["vllm_service_watchdog_start_timeout"] == dog.start_timeout
+    assert defaults["vllm_service_health_interval"] == watch_options.HEALTH_INTERVAL
+    assert defaults["vllm_service_health_stall_seconds"] == health.stall_seconds
+    assert defaults["vllm_service_health_max_restarts_per_hour"] == health.max_restarts_per_hour
+    assert defaults["vllm_service_health_min_interval"] == health.min_interval
+    assert defaults["vllm_service_report_dir"] == watch_options.DEFAULT_REPORT_DIR
+    verify = yaml.safe_load((REPO / "roles/verify/defaults/main.yml").read_text())
+    assert verify["verify_bench_tolerance"] == bench.TOLERANCE

@@ -96,10 +96,10 @@ def test_load_spec(tmp_path):
 
 
 def test_cli_refuses_a_bad_spec(tmp_path, capsys):
-    assert main(["watchdog", "--spec", str(tmp_path / "missing.json")]) == 2
+    assert main(["vllm", "watchdog", "--spec", str(tmp_path / "missing.json")]) == 2
     assert "cannot read" in capsys.readouterr().err
     with pytest.raises(SystemExit) as e:
-        main(["watchdog", "--spec", "x.json", "--attempts", "0"])
+        main(["vllm", "watchdog", "--spec", "x.json", "--attempts", "0"])
     assert e.value.code == 2
 
 
@@ -240,7 +240,7 @@ def test_cli_until_ready_against_podman(podman_engine, tmp_path, capsys):
         cache.mkdir()
         spec = tmp_path / "spec.json"
         spec.write_text(json.dumps({"name": name, "caches": [str(cache)], "spec_hash": "abc123"}))
-        args = ["watchdog", "--spec", str(spec), "--docker-host", f"unix://{podman_engine.path}"]
+        args = ["vllm", "watchdog", "--spec", str(spec), "--docker-host", f"unix://{podman_engine.path}"]
         args += ["--report-dir", str(tmp_path / "reports"), "--until-ready", "--start-timeout", "20"]
         assert main(args) == 0
         out = capsys.readouterr().out

@@ -2,13 +2,22 @@
 
 The check reads the roles on the control node and never touches the box, so shipping it as a
 module to a local Python per host only costs time (0.9 s of a 7 s no-op run). Same arguments,
-result and messages as the module (plugins/modules/arcops_user_vars.py documents them); with
+result and messages as documented in plugins/modules/arcops_user_vars.py; with
 `pattern` it reads the host's variables itself and passes on only their shapes.
 """
 
 from ansible.plugins.action import ActionBase
 
-ARGS = {"variables": dict, "pattern": str, "roles_dir": str, "host": str, "address": str, "connection": str}
+# The options, as plugins/modules/arcops_user_vars.py documents them (a test keeps the two equal).
+ARGUMENT_SPEC = {
+    "variables": {"type": "dict"},
+    "pattern": {"type": "str"},
+    "roles_dir": {"type": "path", "required": True},
+    "host": {"type": "str"},
+    "address": {"type": "str"},
+    "connection": {"type": "str", "default": "ssh"},
+}
+ARGS = {name: dict if spec["type"] == "dict" else str for name, spec in ARGUMENT_SPEC.items()}
 
 
 class ActionModule(ActionBase):

@@ -11,7 +11,10 @@ description:
   - Fails, changing nothing, on any difference. Supports check mode.
 options:
   path: {description: Folder the tarball was unpacked into., type: path, required: true}
-  lock: {description: The bundle lock (as written by C(arcops bundle lock))., type: dict, required: true}
+  lock:
+    description: The bundle lock (as written by C(arcops stack bundle lock)).
+    type: dict
+    required: true
   kernel_release:
     description: "Pinned kernel release, e.g. C(6.17.0-1009-intel)."
     type: str

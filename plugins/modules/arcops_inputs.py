@@ -1,5 +1,7 @@
 #!/usr/bin/python
-"""Ansible adapter over arcops.stages.role_inputs: a role's input checks, every problem in one failure."""
+"""The documentation of the action plugin arcops_inputs (plugins/action/arcops_inputs.py).
+
+It runs in the controller's process and has no module code; ansible-doc reads it here."""
 
 DOCUMENTATION = r"""
 ---
@@ -11,8 +13,8 @@ description:
   - "A pinned file (C({path | url, sha256})) must give exactly one of url (http or https) and
     path, and a sha256 of 64 lowercase hex digits; one given by path must exist and have that
     sha256 where the check runs."
-  - Runs on the control node, where the values and the files they name are, in-process through
-    the action plugin of the same name (plugins/action). Never changes anything.
+  - An action plugin - it runs on the control node, in the controller's process, where the values
+    and the files they name are. Never changes anything.
 options:
   role:
     description: The role whose rules apply.
@@ -42,27 +44,3 @@ problems:
   type: list
   elements: str
 """
-
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.arcops.arc.plugins.module_utils.arcops.stages import role_inputs
-
-
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "role": {"type": "str", "required": True, "choices": list(role_inputs.CHECKS)},
-            "values": {"type": "dict", "required": True},
-        },
-        supports_check_mode=True,
-    )
-    try:
-        found = role_inputs.problems(module.params["role"], module.params["values"])
-    except role_inputs.InputsError as e:
-        module.fail_json(msg=str(e))
-    if found:
-        module.fail_json(msg=role_inputs.message(found), problems=found)
-    module.exit_json(changed=False, problems=[])
-
-
-if __name__ == "__main__":
-    main()

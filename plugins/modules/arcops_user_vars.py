@@ -1,5 +1,7 @@
 #!/usr/bin/python
-"""Ansible adapter over arcops.stages.user_vars: the inventory's variables, checked before any change."""
+"""The documentation of the action plugin arcops_user_vars (plugins/action/arcops_user_vars.py).
+
+It runs in the controller's process and has no module code; ansible-doc reads it here."""
 
 DOCUMENTATION = r"""
 ---
@@ -10,20 +12,20 @@ description:
     against the fleet-wide table in arcops.stages.user_vars and each role's argument_specs, defaults
     and vars under O(roles_dir), and the names its tasks register or set while they run. An
     unknown name is refused with the closest known one.
-  - Runs on the control node, where the roles are; in-process through the action plugin of the
-    same name (plugins/action), or as a module with delegate_to localhost. Never changes anything.
+  - An action plugin - it runs on the control node, in the controller's process, where the roles
+    are. Never changes anything.
 options:
   variables:
     description:
-      - The variables to check, name to value (required, unless the action plugin is given
-        O(pattern)). Messages name variables, never values.
+      - The variables to check, name to value (required, unless O(pattern) is given). Messages
+        name variables, never values.
       - "Pass each value's shape, not a secret: an empty mapping or list for one, numbers and
         booleans as they are, any other string as a marker."
     type: dict
   pattern:
     description:
-      - Action plugin only, instead of O(variables) - a regular expression; the host's own
-        variables (inventory, facts, extra vars) whose names match it are checked, by their shape.
+      - Instead of O(variables) - a regular expression; the host's own variables (inventory,
+        facts, extra vars) whose names match it are checked, by their shape.
     type: str
   roles_dir:
     description: The folder holding arcops' roles.
@@ -57,39 +59,3 @@ problems:
   type: list
   elements: str
 """
-
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.arcops.arc.plugins.module_utils.arcops.stages.user_vars import (
-    inventory_problems,
-    problems_message,
-)
-
-
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "variables": {"type": "dict"},
-            "roles_dir": {"type": "path", "required": True},
-            "host": {"type": "str"},
-            "address": {"type": "str"},
-            "connection": {"type": "str", "default": "ssh"},
-            "pattern": {"type": "str"},  # the action plugin's (it never passes it on)
-        },
-        supports_check_mode=True,
-    )
-    p = module.params
-    if p["variables"] is None:
-        module.fail_json(msg="variables: required (pattern is the action plugin's)")
-    try:
-        problems = inventory_problems(
-            p["variables"], p["roles_dir"], p["host"], p["address"], p["connection"]
-        )
-    except ValueError as e:
-        module.fail_json(msg=str(e))
-    if problems:
-        module.fail_json(msg=problems_message(problems), problems=problems)
-    module.exit_json(changed=False, problems=[])
-
-
-if __name__ == "__main__":
-    main()

@@ -4,7 +4,7 @@
 DOCUMENTATION = r"""
 ---
 module: arcops_verify
-short_description: Gate (and bench) every service the box serves, as arcops gate does
+short_description: Gate (and bench) every service the box serves, as arcops prove gate does
 description:
   - Asks each target the prompt set one at a time and all at once (greedy, seed 0, thinking off)
     and judges the answers (arcops.prove.gate); compares them with the golden recorded for the

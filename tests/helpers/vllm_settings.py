@@ -19,7 +19,7 @@ BASE = {
     "cache_dir": "/srv/cache",
 }
 SECRET = "sk-arcops-7f3a9c1e"
-# The dual-B60 box's render nodes (arcops facts read them), which empty devices stand for.
+# The dual-B60 box's render nodes (arcops box facts read them), which empty devices stand for.
 NODES = ["/dev/dri/renderD128", "/dev/dri/renderD129"]
 # What the field report's run had that arcops' defaults no longer give without asking.
 OPEN = {"allow_open_routes": True}

@@ -5,4 +5,4 @@ target host inside its modules (ansible.cfg puts ``src`` on the module_utils pat
 Imports inside the package are relative for the same reason.
 """
 
-__version__ = "1.0.0"
+__version__ = "1.1.0"

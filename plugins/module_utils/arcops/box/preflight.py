@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, get_origin, get_type_hints
 
 from ..common.sysroot import SysRoot
+from . import ram_rule
 from .host import os_release
 
 # os-release ID -> the distribution name Ansible reports (and the settings use).
@@ -39,7 +40,7 @@ class Settings:
     min_link_width: int = 8
     vllm_profile: str = "graph_mtp"
     ram_required_gib: dict = field(default_factory=dict)
-    ram_visible_factor: float = 0.94
+    ram_visible_factor: float = ram_rule.VISIBLE_FACTOR
     allow_low_ram: bool = False
     disk_requirements: list[dict] = field(default_factory=list)
     unsigned_kernel: bool = False
@@ -197,7 +198,7 @@ def gpu_warnings(gpus: list[dict], s: Settings) -> list[str]:
                 "tensor-parallel all-reduce will be slower"
             )
     out += [
-        f"{g['address']}: PCIe link runs below what the card supports (see arcops gpus)"
+        f"{g['address']}: PCIe link runs below what the card supports (see arcops box gpus)"
         for g in gpus
         if (g.get("link") or {}).get("downgraded")
     ]
@@ -217,16 +218,12 @@ def gpu_warnings(gpus: list[dict], s: Settings) -> list[str]:
 
 def _host_problems(facts: dict, s: Settings) -> list[str]:
     out = []
-    required = s.ram_required_gib.get(s.vllm_profile)
     visible = (facts.get("host") or {}).get("mem_total_gib")
-    short = visible is None or (
-        required is not None and float(visible) < float(required) * s.ram_visible_factor
-    )
-    if required is not None and short and not s.allow_low_ram:
+    short = ram_rule.short_of(s.vllm_profile, visible, s.ram_required_gib or None, s.ram_visible_factor)
+    if short and not s.allow_low_ram:
         out.append(
-            f"Host RAM: {visible} GiB visible, profile {s.vllm_profile} needs {required} GiB installed. "
-            "With 32 GB, one graph_mtp start in four hung with copy-engine resets. Add RAM, choose "
-            "arcops_vllm_profile=eager, or set arcops_allow_low_ram=true to accept the risk."
+            f"Host RAM: {short}. Add RAM, choose arcops_vllm_profile=eager, or set "
+            "arcops_allow_low_ram=true to accept the risk."
         )
     free = facts.get("free_gib") or {}
     for need in s.disk_requirements:

@@ -1,6 +1,6 @@
-"""The ``arcops`` command: thin argument handling over the helper modules, one file per command
-group (hardware, kernel, llama, vllm, prove, fleet, operate); each group's ``add`` registers its
-subcommands."""
+"""The ``arcops`` command: thin argument handling over the helper modules, grouped by what the
+operator is doing (box, stack, llama, vllm, prove, fleet, operate), one file per group; each
+group's ``add`` registers its commands. What each prints and its exit codes are in texts.py."""
 
 from __future__ import annotations
 
@@ -10,21 +10,60 @@ import sys
 from .. import __version__
 from . import fleet, hardware, kernel, llama, operate, prove, vllm
 from .common import Parser, one_line
+from .texts import COMMANDS, GROUPS, OLD_NAMES
 
-GROUPS = (hardware, kernel, llama, vllm, prove, fleet, operate)
+# Each group's commands, by the module that registers them.
+MODULES = {
+    "box": hardware,
+    "stack": kernel,
+    "llama": llama,
+    "vllm": vllm,
+    "prove": prove,
+    "fleet": fleet,
+    "operate": operate,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="arcops", description="Facts and checks for Intel Arc inference boxes.")
     parser.add_argument("--version", action="version", version=f"arcops {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for group in GROUPS:
-        group.add(sub)
+    sub = parser.add_subparsers(dest="group", required=True, parser_class=Parser, metavar="GROUP")
+    for name, about in GROUPS.items():
+        group = sub.add_parser(name, help=about, description=f"{about}.")
+        commands = group.add_subparsers(dest="command", required=True, parser_class=Parser, metavar="COMMAND")
+        MODULES[name].add(commands)
+    for path, command in leaves(parser):
+        about, exits = COMMANDS[path]
+        command.description, command.epilog = about, f"exit: {exits}"
     return parser
 
 
+def leaves(parser: argparse.ArgumentParser, path: str = "") -> list[tuple[str, argparse.ArgumentParser]]:
+    """Every command that runs something ("group command [sub]"), with its parser, in order."""
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                found += leaves(child, f"{path} {name}".strip())
+            return found
+    return [(path, parser)] if path else []
+
+
+def _new_words(argv: list[str]) -> list[str]:
+    """An old flat command name (`arcops watchdog`) in its group's words (`arcops vllm watchdog`)."""
+    if argv and argv[0] in OLD_NAMES:
+        group, command = OLD_NAMES[argv[0]]
+        print(
+            f"arcops: '{argv[0]}' is now 'arcops {group} {command}'; the old name goes in the next release",
+            file=sys.stderr,
+        )
+        return [group, command, *argv[1:]]
+    return argv
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(_new_words(list(sys.argv[1:] if argv is None else argv)))
+    name = f"{args.group} {args.command}"
     try:
         return args.func(args)
     except KeyboardInterrupt:
@@ -37,8 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except OSError as e:
         where = f"{e.filename}: " if e.filename else ""
-        print(f"arcops {args.command}: {where}{e.strerror or one_line(e)}", file=sys.stderr)
+        print(f"arcops {name}: {where}{e.strerror or one_line(e)}", file=sys.stderr)
         return 2
     except RecursionError:
-        print(f"arcops {args.command}: input nested too deeply", file=sys.stderr)
+        print(f"arcops {name}: input nested too deeply", file=sys.stderr)
         return 2

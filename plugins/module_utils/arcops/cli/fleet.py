@@ -12,7 +12,6 @@ from pathlib import Path
 
 from ..common.report import print_json, print_table
 from ..fleet import changes, fleet_status, release
-from .common import Parser
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -150,12 +149,10 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("fleet", help="stack releases and fleet rollouts")
-    fleet = p.add_subparsers(dest="fleet_command", required=True, parser_class=Parser)
+    fleet = sub
     c = fleet.add_parser(
         "check",
         help="check a stack release: keys, pinned files, the roles' checks, known-bad stacks",
-        description="Exit 0: usable (its role variables are printed); 2: every problem, a line each.",
     )
     c.add_argument("file", help=f"the release file (an inventory's {release.FILE_NAME})")
     c.add_argument("--json", action="store_true", help="print JSON: id, file, vars, known-stack matches")
@@ -163,7 +160,6 @@ def add(sub: argparse._SubParsersAction) -> None:
     s = fleet.add_parser(
         "status",
         help="every box: release running and targeted, kernel, GuC, image, last start and gate, xe resets",
-        description="Runs playbooks/fleet_status.yml: reads records and this boot's journal; changes nothing",
     )
     s.add_argument("-i", "--inventory", required=True, help="the fleet's inventory (a folder or hosts file)")
     s.add_argument("--json", action="store_true", help="print JSON: rows and wave problems")
@@ -171,7 +167,6 @@ def add(sub: argparse._SubParsersAction) -> None:
     pl = fleet.add_parser(
         "plan",
         help="what a rollout would do: per box its wave, action, what would change, whether it reboots",
-        description="Runs playbooks/rollout.yml in check mode (no change). Exit 0: the plan; 2: refused.",
     )
     pl.add_argument("-i", "--inventory", required=True, help="the fleet's inventory (with its stack.yml)")
     pl.add_argument(

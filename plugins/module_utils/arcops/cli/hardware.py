@@ -1,4 +1,4 @@
-"""arcops facts, gpus, gpu-memory, firmware-version, guc-loaded: what the box's hardware says."""
+"""arcops box facts, gpus, gpu-memory, firmware-version, guc-loaded: what the box's hardware says."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""arcops bundle lock/verify, boot-entry, debrepack: the pinned stack and kernel packages."""
+"""arcops stack bundle lock/verify, boot-entry, debrepack: the pinned stack and kernel packages."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""arcops llama-source, alloc-probe-verdict, llama-bench, llama-same-output: llama.cpp's Level Zero
+"""arcops llama source, alloc-probe-verdict, llama-bench, llama-same-output: llama.cpp's Level Zero
 allocations and their proof, its speed, and the same answers on one GPU and on all of them."""
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def _cmd_llama_bench(args: argparse.Namespace) -> int:
             args.llama_bench, args.model, args.tests, args.repetitions, _extra(args), args.timeout
         )
     except ValueError as e:
-        print(f"arcops llama-bench: {' '.join(str(e).split())}", file=sys.stderr)
+        print(f"arcops llama bench: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
     if args.output:
         write_atomic(args.output, json.dumps(result, indent=2, sort_keys=True) + "\n")
@@ -126,7 +126,7 @@ def _cmd_same_output(args: argparse.Namespace) -> int:
             logs = Path(args.log_dir) if args.log_dir else Path(tmp)
             result = same_output.run(args.llama_server, args.model, data, logs, _extra(args), args.timeout)
     except (same_output.SameOutputError, prompts.PromptSetError, ValueError) as e:
-        print(f"arcops llama-same-output: {' '.join(str(e).split())}", file=sys.stderr)
+        print(f"arcops llama same-output: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
     if args.output:
         write_atomic(args.output, json.dumps(result, indent=2, sort_keys=True) + "\n")
@@ -158,7 +158,7 @@ def _cmd_same_output(args: argparse.Namespace) -> int:
 
 def add(sub) -> None:
     p = sub.add_parser(
-        "llama-source",
+        "source",
         help="llama.cpp source: detect its Level Zero allocation path, or route allocations through arcops'",
     )
     p.add_argument("source", help="llama.cpp source tree (changed in place unless --check)")
@@ -173,7 +173,7 @@ def add(sub) -> None:
     p.set_defaults(func=_cmd_llama_source)
 
     p = sub.add_parser(
-        "alloc-probe-verdict", help="judge arcops-alloc-probe JSON (exit 0 ok, 1 failed, 2 bad input)"
+        "probe-verdict", help="judge arcops-alloc-probe JSON (exit 0 ok, 1 failed, 2 bad input)"
     )
     p.add_argument("report", help="the probe's JSON output, or - for standard input")
     p.add_argument(
@@ -186,7 +186,7 @@ def add(sub) -> None:
     p.set_defaults(func=_cmd_alloc_probe_verdict)
 
     p = sub.add_parser(
-        "llama-bench",
+        "bench",
         help="run llama-bench (pp512, tg128 or given tests) and record mean and stddev tokens/s",
     )
     p.add_argument("--llama-bench", required=True, help="the llama-bench program of the build to measure")
@@ -207,7 +207,7 @@ def add(sub) -> None:
     p.set_defaults(func=_cmd_llama_bench)
 
     p = sub.add_parser(
-        "llama-same-output",
+        "same-output",
         help="llama-server with the model on one GPU and split over all: the same greedy answers byte for "
         "byte, and the host RAM each load cost (exit 0 same, 1 different, 2 bad input)",
     )

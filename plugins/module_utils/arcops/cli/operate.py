@@ -1,4 +1,4 @@
-"""arcops metrics, diag: the box's state as Prometheus metrics (node_exporter's textfile
+"""arcops operate metrics, diag: the box's state as Prometheus metrics (node_exporter's textfile
 collector), and a diagnostics bundle."""
 
 from __future__ import annotations

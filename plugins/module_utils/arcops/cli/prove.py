@@ -1,4 +1,5 @@
-"""arcops gate and bench: does an OpenAI-compatible server (vLLM, llama-server) answer right, how fast."""
+"""arcops prove gate and bench: does an OpenAI-compatible server (vLLM, llama-server) answer right,
+how fast."""
 
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
             endpoint, args.model, data, golden, args.fail_on_drift, args.stack, watch=_watch(args)
         )
     except (gate.GateError, prompts.PromptSetError, ApiError, ValueError) as e:
-        print(f"arcops gate: {' '.join(str(e).split())}", file=sys.stderr)
+        print(f"arcops prove gate: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
     if args.write_golden:
         write_atomic(args.write_golden, json.dumps(gate.golden_from(report), indent=2, sort_keys=True) + "\n")
@@ -155,7 +156,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             tolerance=args.tolerance,
         )
     except (bench.BenchError, ApiError, ValueError) as e:
-        print(f"arcops bench: {' '.join(str(e).split())}", file=sys.stderr)
+        print(f"arcops prove bench: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
     worse = bench.failures(result)
     if args.output:
@@ -166,7 +167,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         try:
             bench_png(result, args.plot, baseline)
         except PlotError as e:
-            print(f"arcops bench: {e}", file=sys.stderr)
+            print(f"arcops prove bench: {e}", file=sys.stderr)
             return 2
     if args.json:
         print_json(result)
@@ -254,7 +255,10 @@ def add_bench(sub) -> None:
         "(b60x2-graph_mtp, b60x2-compiled, b60x2-eager): exit 1 when worse beyond --tolerance",
     )
     p.add_argument(
-        "--tolerance", type=float, default=0.1, help="how much worse is allowed (default 0.1 = 10 %%)"
+        "--tolerance",
+        type=float,
+        default=bench.TOLERANCE,
+        help=f"how much worse is allowed (default {bench.TOLERANCE:g} = {bench.TOLERANCE * 100:g} %%)",
     )
     p.add_argument("--output", help="write the result JSON here (atomically)")
     p.add_argument("--plot", help="a PNG of the result (beside its baseline): needs the plots extra")

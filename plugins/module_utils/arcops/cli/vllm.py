@@ -9,7 +9,10 @@ from pathlib import Path
 
 from ..common.report import print_json, print_table
 from ..common.sysroot import SysRoot
-from .common import Parser, finite, positive_int, seconds
+from ..vllm.watch_options import DEFAULT_REPORT_DIR, HEALTH_INTERVAL, HealthOptions, WatchdogOptions
+from .common import finite, positive_int, seconds
+
+WATCHDOG, HEALTH = WatchdogOptions(), HealthOptions()
 
 
 def _cmd_vllm_render(args: argparse.Namespace) -> int:
@@ -93,7 +96,7 @@ def _cmd_watchdog(args: argparse.Namespace) -> int:
         warm_restart=args.warm_restart,
         until_ready=args.until_ready,
     )
-    dog = watchdog.Watchdog(spec, engine, options, sysroot=SysRoot(args.sysfs_root))
+    dog = watchdog.Watchdog(spec, engine, options, sysroot=SysRoot(args.root))
     handlers = {
         s: signal.signal(s, lambda signum, _frame: dog.request_stop(signum))
         for s in (signal.SIGTERM, signal.SIGINT)
@@ -136,7 +139,7 @@ def _cmd_health_watch(args: argparse.Namespace) -> int:
         min_interval=args.min_interval,
         unreachable_after=args.unreachable_after,
     )
-    sysroot = SysRoot(args.sysfs_root)
+    sysroot = SysRoot(args.root)
     try:
         lines = health_box.KernelLines(journal.follow())
     except journal.JournalError as e:
@@ -185,17 +188,17 @@ def _box_options(p: argparse.ArgumentParser, reports: str) -> None:
     )
     p.add_argument(
         "--report-dir",
-        default="/var/lib/arcops/vllm/starts",
+        default=DEFAULT_REPORT_DIR,
         metavar="D",
-        help=f"where {reports} go (default /var/lib/arcops/vllm/starts)",
+        help=f"where {reports} go (default {DEFAULT_REPORT_DIR})",
     )
     p.add_argument("--py-spy", default="py-spy", metavar="PATH", help="py-spy command (default py-spy)")
-    p.add_argument("--sysfs-root", default="/", help="root to read /sys and /proc under (fixture trees)")
+    p.add_argument("--root", default="/", help="root to read /sys and /proc under (fixture trees)")
+    p.add_argument("--sysfs-root", dest="root", help=argparse.SUPPRESS)  # the old name, for one release
 
 
 def add(sub) -> None:
-    p = sub.add_parser("vllm", help="the vLLM container the vllm_service role deploys")
-    vsub = p.add_subparsers(dest="vllm_command", required=True, parser_class=Parser)
+    vsub = sub
     q = vsub.add_parser(
         "render", help="print the container spec for vllm_service_* variables as JSON (exit 2: refused)"
     )
@@ -235,32 +238,30 @@ def add(sub) -> None:
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_cmd_vllm_startlog)
 
-    p = sub.add_parser(
-        "watchdog",
-        help="start the vLLM container; restart it on xe hangs before it is ready",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Start the spec's container (created by the vllm_service role) and follow the kernel\n"
-        "journal for xe hang events until vLLM logs 'Application startup complete.'. On an xe\n"
-        "event: py-spy stacks, devcoredumps copied and freed, container stopped and started again.",
-        epilog="exit codes:\n"
-        "  0  ready (then stopped by SIGTERM/SIGINT, or --until-ready); stopped by a signal before ready\n"
-        "  1  crash: the container exited on its own with no xe event (before or after ready)\n"
-        "  2  usage, spec or engine error\n"
-        "  3  xe events on every attempt\n"
-        "  4  neither ready nor an xe event within --start-timeout (container stopped, not retried)\n"
-        "A JSON report of every run goes to --report-dir as <UTC timestamp>.json and latest.json.",
+    p = vsub.add_parser(
+        "watchdog", help="start the vLLM container; restart it on xe hangs before it is ready"
     )
     _box_options(p, "the JSON reports, stacks and devcoredumps")
-    p.add_argument("--attempts", type=positive_int, default=3, help="starts at most (default 3)")
     p.add_argument(
-        "--start-timeout", type=finite, default=900.0, metavar="S", help="seconds to ready (default 900)"
+        "--attempts",
+        type=positive_int,
+        default=WATCHDOG.attempts,
+        help=f"starts at most (default {WATCHDOG.attempts})",
+    )
+    p.add_argument(
+        "--start-timeout",
+        type=finite,
+        default=WATCHDOG.start_timeout,
+        metavar="S",
+        help=f"seconds to ready (default {WATCHDOG.start_timeout:g})",
     )
     p.add_argument(
         "--dump-settle",
         type=seconds,
-        default=3.0,
+        default=WATCHDOG.dump_settle,
         metavar="S",
-        help="seconds to wait after an xe event for more events and the devcoredump (default 3)",
+        help="seconds to wait after an xe event for more events and the devcoredump "
+        f"(default {WATCHDOG.dump_settle:g})",
     )
     p.add_argument(
         "--warm-restart",
@@ -275,40 +276,44 @@ def add(sub) -> None:
     p = vsub.add_parser(
         "health-watch",
         help="after start-up: on a stall or a new xe event, take evidence, restart within limits, report",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="While the vLLM unit is up, look every --interval seconds at vLLM's /metrics and the\n"
-        "kernel journal. A stall (requests running, the generation token counter flat for\n"
-        "--stall-seconds) or a new xe engine reset or timed-out job: py-spy stacks and devcoredumps\n"
-        "first, then a restart of the unit when the policy allows it (at most\n"
-        "--max-restarts-per-hour, --min-interval apart; kept across restarts of the watch), and a\n"
-        "report either way: <report-dir>/health-<UTC time>-<state>.json and health-latest.json.",
     )
     _box_options(p, "health reports, restarts and evidence")
     p.add_argument("--unit", default="arcops-vllm", help="the vLLM unit to restart (default arcops-vllm)")
     p.add_argument(
-        "--interval", type=finite, default=15.0, metavar="S", help="seconds between looks (default 15)"
+        "--interval",
+        type=finite,
+        default=HEALTH_INTERVAL,
+        metavar="S",
+        help=f"seconds between looks (default {HEALTH_INTERVAL:g})",
     )
     p.add_argument(
         "--stall-seconds",
         type=finite,
-        default=300.0,
+        default=HEALTH.stall_seconds,
         metavar="S",
-        help="requests running with no token generated this long is a stall (default 300)",
+        help="requests running with no token generated this long is a stall "
+        f"(default {HEALTH.stall_seconds:g})",
     )
-    p.add_argument("--max-restarts-per-hour", type=positive_int, default=3, metavar="N", help="(default 3)")
+    p.add_argument(
+        "--max-restarts-per-hour",
+        type=positive_int,
+        default=HEALTH.max_restarts_per_hour,
+        metavar="N",
+        help=f"(default {HEALTH.max_restarts_per_hour})",
+    )
     p.add_argument(
         "--min-interval",
         type=seconds,
-        default=600.0,
+        default=HEALTH.min_interval,
         metavar="S",
-        help="seconds between restarts, at least (default 600)",
+        help=f"seconds between restarts, at least (default {HEALTH.min_interval:g})",
     )
     p.add_argument(
         "--unreachable-after",
         type=positive_int,
-        default=6,
+        default=HEALTH.unreachable_after,
         metavar="N",
-        help="looks in a row without /metrics before that is reported (default 6)",
+        help=f"looks in a row without /metrics before that is reported (default {HEALTH.unreachable_after})",
     )
     p.add_argument(
         "--looks", type=positive_int, metavar="N", help="stop after N looks (default: until a signal)"

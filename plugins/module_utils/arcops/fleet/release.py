@@ -35,7 +35,7 @@ FORMAT = 1
 SECTIONS: dict[str, dict[str, str]] = {
     "intel_stack": {
         "bundle": "str",  # Intel's offline installer tarball: a control-node path or an http(s) URL
-        "lock": "pinned",  # {path, sha256}: `arcops bundle lock`'s file, relative to the release
+        "lock": "pinned",  # {path, sha256}: `arcops stack bundle lock`'s file, relative to the release
         "installer_version": "str",
         "kernel_release": "str",
         "guc_version": "str",

@@ -274,9 +274,9 @@ _ENTRY_KEYS = {
 def lock_problems(lock: object) -> list[str]:
     """Everything wrong with a lock's shape, each naming the field (empty: it can be used)."""
     if not isinstance(lock, dict):
-        return [f"the lock is {type(lock).__name__}, not a JSON object: re-run `arcops bundle lock`"]
+        return [f"the lock is {type(lock).__name__}, not a JSON object: re-run `arcops stack bundle lock`"]
     if lock.get("format") != LOCK_FORMAT or isinstance(lock.get("format"), bool):
-        return [f"lock format {lock.get('format')!r} is not {LOCK_FORMAT}: re-run `arcops bundle lock`"]
+        return [f"lock format {lock.get('format')!r} is not {LOCK_FORMAT}: re-run `arcops stack bundle lock`"]
     problems = []
     installer = lock.get("installer")
     if not (
@@ -309,7 +309,9 @@ def load_lock(path: str | Path) -> dict:
     """A lock file, parsed and checked; BundleError naming the file and the field otherwise."""
     path = Path(path)
     if not path.is_file():
-        raise BundleError(f"lock {path}: no such file (make it with `arcops bundle lock TARBALL -o {path}`)")
+        raise BundleError(
+            f"lock {path}: no such file (make it with `arcops stack bundle lock TARBALL -o {path}`)"
+        )
     try:
         lock = json.loads(path.read_bytes(), parse_constant=_no_json)
     except RecursionError:

@@ -1,4 +1,4 @@
-"""arcops diag: one tarball with what is needed to understand a misbehaving box, so nobody has to
+"""arcops operate diag: one tarball with what is needed to understand a misbehaving box, so nobody has to
 walk its owner through the field report's manual steps.
 
 What goes in (each entry in manifest.json with how it went):
@@ -262,10 +262,10 @@ def collect(
         )
 
     box = facts.collect(root)
-    bundle.add(Entry("arcops/facts.json", "arcops facts", "ok"), _json(box))
+    bundle.add(Entry("arcops/facts.json", "arcops box facts", "ok"), _json(box))
     found, skipped = drm_memory.clients(root)
     memory = {"cards": drm_memory.per_card(found), "unreadable_processes": skipped}
-    bundle.add(Entry("arcops/gpu-memory.json", "arcops gpu-memory", "ok"), _json(memory))
+    bundle.add(Entry("arcops/gpu-memory.json", "arcops box gpu-memory", "ok"), _json(memory))
     journals = {
         boot: None if (text := outputs.get(f"journal/kernel-{boot}.log")) is None else text.splitlines()
         for boot in ("this-boot", "previous-boot")
@@ -274,7 +274,7 @@ def collect(
     bundle.add(Entry("arcops/xe-events.json", "xe events per card (from the journals)", "ok"), _json(boots))
     report = metrics.last_start_report(root, vllm.get("report_dir"))
     text = metrics.render(metrics.collect(records, box, report, journals["this-boot"], now))
-    bundle.add(Entry("arcops/metrics.prom", "arcops metrics", "ok"), text)
+    bundle.add(Entry("arcops/metrics.prom", "arcops operate metrics", "ok"), text)
 
     add_files(bundle, root, FILE_GLOBS)
     for gpu in box["gpus"]:

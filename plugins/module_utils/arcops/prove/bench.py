@@ -162,6 +162,10 @@ def prefill_lengths(
     return kept + ([room] if left and room not in kept else []), left
 
 
+# How much worse than the baseline a figure may be before it counts as worse (0.1: 10 %).
+TOLERANCE = 0.1
+
+
 def run(
     endpoint: Endpoint,
     model: str,
@@ -174,7 +178,7 @@ def run(
     clock: Callable[[], float] = time.perf_counter,
     watch=None,
     baseline: tuple[str, dict] | None = None,
-    tolerance: float = 0.1,
+    tolerance: float = TOLERANCE,
 ) -> dict:
     """The bench result. WATCH (a HostWatch, on the serving box): RAM and xe events during the
     run; BASELINE (load_baseline's answer): each figure compared, worse beyond TOLERANCE."""

@@ -8,7 +8,7 @@ and `expect`, exactly one of:
   {"regex": "..."}        the answer matches (Python re, case-insensitive)
   {"contains": "..."}     the answer contains the text (case-insensitive)
   {"tool_call": {"name": F, "arguments": {...}}}  the first tool call is F with these arguments
-The default set (DEFAULT) is what `arcops gate` uses without --prompts.
+The default set (DEFAULT) is what `arcops prove gate` uses without --prompts.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The verify stage: gate (and bench, when asked) every service a box serves, judged one way.
 
 The services come from the serving stages' records (each names its `endpoint`: URL, model, key
-file, stack) unless the inventory names targets itself. Each target is gated as `arcops gate`
+file, stack) unless the inventory names targets itself. Each target is gated as `arcops prove gate`
 gates (both runs, the golden for its model and stack when there is one, the host watched);
 a target that cannot be asked (not running, wrong key, model not served) fails, it is no bad
 input here: the box is what is being judged. The record keeps only what a verdict rests on
@@ -241,7 +241,7 @@ def bench_options(value: Any) -> dict | None:
             raise VerifyError(f"bench.{key}: must be a whole number above 0")
         return v
 
-    tolerance = value.get("tolerance", 0.1)
+    tolerance = value.get("tolerance", bench.TOLERANCE)
     if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 <= tolerance < 1:
         raise VerifyError("bench.tolerance: a fraction from 0 to below 1 (0.1 = 10 %)")
     baselines = value.get("baselines") or {}

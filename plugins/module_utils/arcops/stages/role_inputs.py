@@ -257,8 +257,9 @@ def intel_stack(v: dict) -> list[str]:
     if not (lock_file and os.path.isfile(lock_file)):
         return [
             f"The bundle lock {lock_file or '(arcops_stack_lock is empty)'} is not a file on the control "
-            f"node: make it from the installer tarball with `arcops bundle lock {os.path.basename(bundle)} "
-            f"-o {lock_file or 'LOCK.json'}` and commit it to the inventory"
+            "node: make it from the installer tarball with "
+            f"`arcops stack bundle lock {os.path.basename(bundle)} -o {lock_file or 'LOCK.json'}` "
+            "and commit it to the inventory"
         ]
     try:
         lock = load_lock(lock_file)

@@ -21,7 +21,7 @@ USER_VARS: dict[str, tuple[str, str]] = {
     "arcops_sysroot": ("path", "root to read hardware under ('/' on a real box)"),
     "arcops_lab_mode": ("bool", "accept Debian and simulated hardware (test labs only)"),
     "arcops_stack_bundle": ("str", "Intel's offline installer tarball: control-node path or URL"),
-    "arcops_stack_lock": ("path", "the bundle's lock file (arcops bundle lock ... -o)"),
+    "arcops_stack_lock": ("path", "the bundle's lock file (arcops stack bundle lock ... -o)"),
     "arcops_stack": ("dict", "the pinned stack: installer_version, kernel_release, guc_version"),
     "arcops_release": ("dict", "the stack release in stack.yml (id, file, known, vars): set by plugins/vars"),
     "arcops_rollout_serial": ("list", "the fleet wave's batches, as Ansible's serial: e.g. [1, '25%']"),

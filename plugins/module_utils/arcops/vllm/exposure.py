@@ -63,6 +63,6 @@ def devices_for(render_nodes: list[str] | None, count: int) -> tuple[list[str], 
 
 
 def box_render_nodes(gpus: list[dict]) -> list[str]:
-    """The render nodes of the box's Arc GPUs on xe, in PCI address order (arcops facts' gpus)."""
+    """The render nodes of the box's Arc GPUs on xe, in PCI address order (arcops box facts' gpus)."""
     found = [g for g in gpus if g.get("model") and g.get("driver") == "xe" and g.get("render")]
     return [str(g["render"]) for g in sorted(found, key=lambda g: str(g.get("address")))]

@@ -17,13 +17,14 @@ import math
 import time
 import urllib.error
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 from ..box import xe_events
 from ..common.outputs import write_atomic
 from ..common.times import utc_iso, utc_stamp
 from . import health, serving_metrics
+from .watch_options import HealthOptions
 
 HANG_KINDS = (xe_events.ENGINE_RESET, xe_events.TIMEDOUT_JOB)
 
@@ -50,13 +51,8 @@ def read_restarts(report_dir: Path) -> list[float] | None:
     ]
 
 
-@dataclass(frozen=True)
-class Options:
-    stall_seconds: float = 300.0
-    max_restarts_per_hour: int = 3
-    min_interval: float = 600.0
-    # Looks in a row without an answer before it is reported (a restart by systemd is no stall).
-    unreachable_after: int = 6
+# The health watch's settings (declared with their defaults in watch_options.py).
+Options = HealthOptions
 
 
 class HealthWatch:

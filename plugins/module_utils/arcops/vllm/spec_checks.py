@@ -14,13 +14,14 @@ import ipaddress
 import math
 import re
 
+from ..box import ram_rule
 from . import exposure, residency_shim
 from .settings import BY_NAME, DEFAULTS, PREFIX, REQUIRED, SETTINGS, bounds_text, in_bounds
 
 PROFILES = BY_NAME["profile"].choices
-# Installed RAM (GiB) per profile and the share of it MemTotal shows: the preflight role's figures.
-RAM_REQUIRED_GIB = {"graph_mtp": 64, "compiled": 32, "eager": 32}
-VISIBLE_FACTOR = 0.94
+# Installed RAM (GiB) per profile and the share of it MemTotal shows: preflight's rule too.
+RAM_REQUIRED_GIB = ram_rule.REQUIRED_GIB
+VISIBLE_FACTOR = ram_rule.VISIBLE_FACTOR
 CAPTURE_MULTIPLES = (1, 2, 4, 8)  # capture sizes are (k+1) x these for MTP with k tokens
 CUDAGRAPH_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
 CCL_THRESHOLDS = (
@@ -349,13 +350,8 @@ def check_extras(s: dict, problems: list[str]) -> None:
 
 
 def check_ram(profile: str, mem: float | None, allow_low: bool, problems: list[str]) -> None:
-    if mem is None or profile not in RAM_REQUIRED_GIB or allow_low:
-        return
-    need = RAM_REQUIRED_GIB[profile]
-    if mem < need * VISIBLE_FACTOR:
+    short = None if mem is None or allow_low else ram_rule.short_of(profile, mem)
+    if short:
         problems.append(
-            f"host RAM: MemTotal {mem:.1f} GiB, profile {profile} needs {need} GB installed "
-            f"(MemTotal {need * VISIBLE_FACTOR:g} GiB or more); with 32 GB one graph_mtp start in "
-            "four hung with copy-engine resets: add RAM, use profile eager, or set allow_low_ram to "
-            "accept the risk"
+            f"host RAM: {short}: add RAM, use profile eager, or set allow_low_ram to accept the risk"
         )

@@ -40,7 +40,6 @@ import re
 import socket
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..box import journal
@@ -49,6 +48,7 @@ from ..common.sysroot import SysRoot
 from ..common.times import utc_iso, utc_stamp
 from .docker_api import DockerError
 from .watch_events import PREFIX, WatchEvents
+from .watch_options import WatchdogOptions
 from .watch_start import WatchedStart, tokens_text
 
 EXIT_READY, EXIT_CRASH, EXIT_ERROR, EXIT_XE_EVENTS, EXIT_TIMEOUT = 0, 1, 2, 3, 4
@@ -57,7 +57,6 @@ READY, CRASH, XE_EVENTS, TIMEOUT, ERROR = "ready", "crash", "xe_events", "timeou
 STOPPED = "stopped"
 EXIT_CODES = {READY: EXIT_READY, STOPPED: EXIT_READY, CRASH: EXIT_CRASH, ERROR: EXIT_ERROR}
 EXIT_CODES |= {XE_EVENTS: EXIT_XE_EVENTS, TIMEOUT: EXIT_TIMEOUT}
-DEFAULT_REPORT_DIR = "/var/lib/arcops/vllm/starts"
 # vLLM: logger.info("GPU KV cache size: %s tokens", f"{num_tokens:,}")
 MARKER_PREFIX = ".arcops-warm-"
 
@@ -110,17 +109,8 @@ def _write_json_atomic(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
-@dataclass
-class Options:
-    report_dir: Path = Path(DEFAULT_REPORT_DIR)
-    attempts: int = 3
-    start_timeout: float = 900.0
-    dump_settle: float = 3.0
-    py_spy: str = "py-spy"
-    warm_restart: bool = False
-    until_ready: bool = False
-    stop_timeout: int = 30  # seconds the engine waits after SIGTERM before SIGKILL
-    py_spy_timeout: float = 20.0  # for all dumps of one attempt together
+# The watchdog's settings (declared with their defaults in watch_options.py).
+Options = WatchdogOptions
 
 
 def new_report(spec: dict, started: float, warm_restart: bool) -> dict:
