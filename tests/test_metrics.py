@@ -173,6 +173,7 @@ def test_promtool_accepts_the_metrics_and_node_exporter_serves_them(tmp_path, pr
     assert (
         cli.main(
             [
+                "operate",
                 "metrics",
                 "--root",
                 str(root),

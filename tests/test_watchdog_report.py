@@ -109,6 +109,7 @@ def test_cli_engine_unreachable(tmp_path, capsys):
     reports = tmp_path / "reports"
     code = main(
         [
+            "vllm",
             "watchdog",
             "--spec",
             str(spec),
