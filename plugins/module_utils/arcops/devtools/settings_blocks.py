@@ -48,9 +48,6 @@ class Table:
     settings: tuple
     mapping: str
 
-    def role_default(self, s: Any) -> Any:
-        return s.default if s.role_default is None else s.role_default
-
 
 TABLES = (
     Table(
@@ -93,7 +90,7 @@ def defaults_block(table: Table) -> str:
     for s in table.settings:
         plain = _MARKUP.sub(r"\1", _doc(s))
         out += textwrap.wrap(plain, 98, initial_indent="# ", subsequent_indent="# ")
-        out.append(_yaml({table.prefix + s.name: table.role_default(s)}).rstrip("\n"))
+        out.append(_yaml({table.prefix + s.name: vllm_settings.role_default(s)}).rstrip("\n"))
     return "\n".join(out) + "\n"
 
 
@@ -104,7 +101,7 @@ def spec_block(table: Table) -> str:
         option: dict[str, Any] = {"type": kind}
         if elements:
             option["elements"] = elements
-        default = table.role_default(s)
+        default = vllm_settings.role_default(s)
         if default is not None and not (isinstance(default, str) and "{{" in default):
             option["default"] = default
         if s.choices:
