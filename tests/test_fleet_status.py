@@ -39,7 +39,7 @@ def test_a_verified_box_runs_its_release(tmp_path):
     publish(
         tmp_path / "facts",
         "verify",
-        {"format": 1, "passed": True, "release": "2026.12.1", "targets": targets},
+        {"passed": True, "release": "2026.12.1", "targets": targets},
     )
     with open(JOURNAL / "xe-dual-b60-hang.log") as lines:
         box = fleet_status.read_box(str(tmp_path / "facts"), FACTS, lines)
@@ -56,7 +56,7 @@ def test_a_verified_box_runs_its_release(tmp_path):
 
 def test_a_box_whose_gate_failed_runs_no_release(tmp_path):
     targets = {"vllm_service": {"right": 0, "prompts": 10, "passed": False}}
-    publish(tmp_path, "verify", {"format": 1, "passed": False, "release": "2026.12.2", "targets": targets})
+    publish(tmp_path, "verify", {"passed": False, "release": "2026.12.2", "targets": targets})
     box = fleet_status.read_box(str(tmp_path), FACTS, [])
     row = fleet_status.row("arc-02", "fleet 1", "2026.12.2", box)
     assert (row["running"], row["gate"], row["on_target"]) == (
@@ -106,7 +106,7 @@ def test_arcops_fleet_status_reads_every_box_through_the_playbook(tmp_path, caps
     for name, release, sim in (("arc-a", "2026.12.1", "dual-b60"), ("arc-b", "2026.12.2", "guc-70.72.1")):
         facts = tmp_path / name
         targets = {"vllm_service": {"right": 10, "prompts": 10, "passed": True}}
-        publish(facts, "verify", {"format": 1, "passed": True, "release": "2026.12.1", "targets": targets})
+        publish(facts, "verify", {"passed": True, "release": "2026.12.1", "targets": targets})
         hosts[name] = {
             "ansible_connection": "local",
             "ansible_python_interpreter": sys.executable,

@@ -141,3 +141,61 @@ def test_every_stage_play_starts_with_the_one_guard(stage):
     (play,) = yaml.safe_load((REPO / "playbooks" / f"{stage}.yml").read_text())
     assert [t.get("ansible.builtin.import_tasks") for t in play["pre_tasks"]] == ["tasks/stage_guard.yml"]
     assert "include_role" not in (REPO / "playbooks" / f"{stage}.yml").read_text()
+
+
+def _tasks(path):
+    import yaml
+
+    return yaml.safe_load(path.read_text())
+
+
+@pytest.mark.parametrize("stage", STAGES[1:])
+def test_every_stage_role_seals_the_one_way(stage):
+    """The seal step is the stage_seal role's (docs/seal.md): each stage role checks it first, ends
+    on a converged box, writes it last, and its rollback removes it; nothing else."""
+    tasks = _tasks(REPO / "roles" / stage / "tasks" / "main.yml")
+    check, end, write = tasks[0], tasks[1], tasks[-1].get("block", tasks[-1:])[-1]
+    assert check["ansible.builtin.import_role"] == {
+        "name": "stage_seal",
+        "tasks_from": "check",
+        "rolespec_validate": False,
+    }
+    assert check["vars"]["stage_seal_role"] == stage
+    assert end == {
+        "name": end["name"],
+        "ansible.builtin.meta": "end_role",
+        "when": "stage_seal_check.converged | default(false)",
+    }
+    assert write["ansible.builtin.include_role"]["tasks_from"] == "write"
+    assert write["vars"]["stage_seal_role"] == stage  # the same anchor as the check's
+    middle = (REPO / "roles" / stage / "tasks" / "main.yml").read_text().split("end_role", 1)[1]
+    assert middle.count("name: stage_seal") == 1
+    rollback = REPO / "roles" / stage / "tasks" / "rollback.yml"
+    if rollback.exists():
+        removes = [
+            t
+            for t in _tasks(rollback)
+            if t.get("ansible.builtin.include_role", {}).get("name") == "stage_seal"
+        ]
+        assert [t["ansible.builtin.include_role"]["tasks_from"] for t in removes] == ["absent"]
+
+
+@pytest.mark.parametrize("stage", ["intel_stack", "mainline_kernel"])
+def test_a_kernel_rollback_boots_through_the_one_rollback_boot(stage):
+    """Going back to the kernel a stage recorded is kernel_boot's back (default, reboot, verify):
+    a stage's rollback neither reboots nor sets GRUB's default nor verifies the kernel itself."""
+    text = (REPO / "roles" / stage / "tasks" / "rollback.yml").read_text()
+    boots = [
+        t["ansible.builtin.include_role"]
+        for t in _tasks(REPO / "roles" / stage / "tasks" / "rollback.yml")
+        if t.get("ansible.builtin.include_role", {}).get("tasks_from") == "back"
+    ]
+    assert boots == [{"name": "kernel_boot", "tasks_from": "back"}]
+    for own in (
+        "safe_reboot",
+        "grub-set-default",
+        "tasks_from: verify",
+        "ansible.builtin.setup",
+        "builtin.reboot",
+    ):
+        assert own not in text, own

@@ -126,8 +126,8 @@ def test_the_record_is_deterministic_and_lists_only_allowed_gpus():
     first = preflight.record(NOBLE, facts, s, [])
     facts["free_gib"] = {"/": 1.0}  # free disk moves; the record must not
     assert preflight.record(NOBLE, facts, s, []) == first
-    assert [g["address"] for g in first["preflight"]["gpus"]] == ["0000:29:00.0", "0000:2d:00.0"]
-    assert first["preflight"]["display_gpu"] == "0000:00:02.0" and first["preflight"]["os"] == "Ubuntu 24.04"
+    assert [g["address"] for g in first["gpus"]] == ["0000:29:00.0", "0000:2d:00.0"]
+    assert first["display_gpu"] == "0000:00:02.0" and first["os"] == "Ubuntu 24.04"
 
 
 def _root(tmp_path: Path, os_release: str, debian_version: str | None = None) -> SysRoot:
@@ -242,7 +242,7 @@ def test_module_writes_the_record_once_and_never_for_an_unfit_box(tmp_path):
     dry = _module(tmp_path, check=True)
     assert dry["changed"] is True and not fact.exists()
     first = _module(tmp_path)
-    assert first["changed"] is True and json.loads(fact.read_text())["preflight"]["vllm_profile"] == "none"
+    assert first["changed"] is True and json.loads(fact.read_text())["vllm_profile"] == "none"
     again = _module(tmp_path)
     assert again["changed"] is False and again["problems"] == []
     assert [g["address"] for g in again["gpus"]] == ["0000:29:00.0", "0000:2d:00.0"]

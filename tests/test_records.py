@@ -12,13 +12,16 @@ from ansible.plugins.filter.core import to_nice_json
 from arcops.common.records import (
     FACT_DIR,
     HISTORY_DIR,
+    SCHEMA,
     STAGES,
     RecordError,
     pending,
     read,
+    read_published,
     render,
     store,
     targets,
+    upgrade,
     write,
 )
 from arcops.stages import status
@@ -80,7 +83,11 @@ def test_write_then_nothing_pending(tmp_path):
     text, stale = pending("mainline_kernel", {"installed": True}, str(state), str(facts))
     assert stale == [state / "state.json", facts / "arcops_mainline_kernel.fact"]
     write(text, stale)
-    assert (facts / "arcops_mainline_kernel.fact").read_text() == '{\n    "installed": true\n}\n'
+    assert json.loads((facts / "arcops_mainline_kernel.fact").read_text()) == {
+        "installed": True,
+        "schema": SCHEMA,
+        "stage": "mainline_kernel",
+    }
     assert pending("mainline_kernel", {"installed": True}, str(state), str(facts))[1] == []
     # One copy edited by hand: only that one is rewritten.
     (state / "state.json").write_text("{}")
@@ -118,8 +125,9 @@ def test_store_keeps_each_new_record_in_the_history(tmp_path):
         # The same record again: nothing written, no history entry.
         assert store("vllm_service", {"n": n}, str(state), str(facts), history=3) == []
     kept = sorted((state / HISTORY_DIR).iterdir())
-    assert [json.loads(p.read_text()) for p in kept] == [{"n": 2}, {"n": 3}, {"n": 4}]
-    assert read(str(state)) == {"n": 4}
+    stamp = {"schema": SCHEMA, "stage": "vllm_service"}
+    assert [json.loads(p.read_text()) for p in kept] == [{"n": n, **stamp} for n in (2, 3, 4)]
+    assert read("vllm_service", str(state)) == {"n": 4, **stamp}
 
 
 def test_an_unpublished_record_writes_state_json_only(tmp_path):
@@ -131,18 +139,18 @@ def test_an_unpublished_record_writes_state_json_only(tmp_path):
         state / "state.json",
         facts / "arcops_intel_stack.fact",
     ]
-    assert read(str(state)) == {"installed": False}
+    assert read("intel_stack", str(state)) == {"installed": False, "schema": SCHEMA, "stage": "intel_stack"}
 
 
 @pytest.mark.parametrize("text", ["", "[1]", "{", "null", "\xff"])
 def test_a_damaged_record_is_refused_by_path(tmp_path, text):
     (tmp_path / "state.json").write_bytes(text.encode("latin-1"))
     with pytest.raises(RecordError, match=f"^{tmp_path}/state.json: "):
-        read(str(tmp_path))
+        read("intel_stack", str(tmp_path))
 
 
 def test_no_record_reads_as_none(tmp_path):
-    assert read(str(tmp_path / "never")) is None
+    assert read("intel_stack", str(tmp_path / "never")) is None
 
 
 @needs_ansible
@@ -169,14 +177,15 @@ def test_the_module_reads_writes_and_refuses(tmp_path):
     )
     assert wrote["changed"] and len(list((state / HISTORY_DIR).iterdir())) == 1
     again = run_module("arcops_record", args + " required=true")
-    assert (again["changed"], again["record"], again["exists"]) == (False, {"installed": True}, True)
+    assert (again["changed"], again["exists"]) == (False, True)
+    assert again["record"] == {"installed": True, "schema": SCHEMA, "stage": "mainline_kernel"}
 
 
 def test_a_fifo_in_place_of_a_record_is_refused_never_read(tmp_path):
     """Reading a FIFO would hang the module (and the play): it is refused by its path."""
     os.mkfifo(tmp_path / "state.json")
     with pytest.raises(RecordError, match=r"state\.json: not a regular file"):
-        read(str(tmp_path))
+        read("intel_stack", str(tmp_path))
     with pytest.raises(RecordError, match=r"state\.json: not a regular file"):
         pending("intel_stack", {}, str(tmp_path), None)
 
@@ -225,3 +234,64 @@ def test_a_record_an_older_version_left_readable_is_rewritten_private(tmp_path):
     (facts / "arcops_vllm_service.fact").chmod(0o644)
     assert store("vllm_service", {"n": 1}, str(state), str(facts)) == [facts / "arcops_vllm_service.fact"]
     assert os.stat(facts / "arcops_vllm_service.fact").st_mode & 0o777 == 0o600
+
+
+def test_records_of_arcops_1_0_are_read_in_this_shape():
+    """Format 0 had no schema field, preflight's fields under "preflight" and vllm_service's
+    earlier deployment under "previous" (read by nothing): both come back in this shape."""
+    old = json.loads((RECORDS / "arcops.fact").read_text())
+    pf = upgrade("preflight", old, "arcops.fact")
+    assert pf == {**old["preflight"], "schema": SCHEMA, "stage": "preflight"}
+    vllm = upgrade("vllm_service", {"spec_hash": "a", "previous": {"spec_hash": "b"}}, "x")
+    assert vllm == {"spec_hash": "a", "schema": SCHEMA, "stage": "vllm_service"}
+    assert upgrade("intel_stack", {"installed": True}, "x")["stage"] == "intel_stack"
+    # What this version writes reads back unchanged.
+    assert upgrade("vllm_service", vllm, "x") == vllm
+
+
+@pytest.mark.parametrize(
+    ("stage", "data", "message"),
+    [
+        ("intel_stack", {"schema": 2}, "r: written by a later arcops (record format 2; this one reads 1)"),
+        ("intel_stack", {"schema": "1", "stage": "intel_stack"}, "schema: must be int, got str"),
+        ("intel_stack", {"schema": 1}, "r: not a intel_stack record (no stage field)"),
+        ("intel_stack", {"schema": 1, "stage": "verify"}, "stage: 'verify' in a record of intel_stack"),
+        ("intel_stack", {"installed": "yes"}, "installed: must be bool, got str"),
+        ("intel_stack", {"previous": [1]}, "previous: must be dict, got list"),
+        ("mainline_kernel", {"installed": 1}, "installed: must be bool, got int"),
+        ("verify", [], "r: not a JSON object"),
+    ],
+)
+def test_a_record_of_the_wrong_shape_is_refused_by_field(stage, data, message):
+    with pytest.raises(RecordError) as e:
+        upgrade(stage, data, "r")
+    assert message in str(e.value)
+
+
+def test_a_record_of_the_wrong_shape_is_not_written(tmp_path):
+    with pytest.raises(RecordError, match="record of intel_stack: target: must be dict, got str"):
+        store("intel_stack", {"target": "6.17"}, str(tmp_path), None)
+    with pytest.raises(RecordError, match="stage: 'verify' in a record of intel_stack"):
+        store("intel_stack", {"stage": "verify"}, str(tmp_path), None)
+    assert not any(tmp_path.iterdir())
+
+
+def test_published_records_are_read_in_this_shape_or_say_why_not(tmp_path):
+    (tmp_path / "arcops_intel_stack.fact").write_text('{"installed": true, "schema": 9}')
+    (tmp_path / "arcops_mainline_kernel.fact").write_text("{")
+    (tmp_path / "arcops_vllm_service.fact").write_text('{"spec_hash": "a", "previous": {}}')
+    got = read_published(tmp_path)
+    assert got["preflight"] is None
+    assert "written by a later arcops (record format 9" in got["intel_stack"]
+    assert got["mainline_kernel"].startswith(f"record {tmp_path}/arcops_mainline_kernel.fact: not JSON")
+    assert got["vllm_service"] == {"spec_hash": "a", "schema": SCHEMA, "stage": "vllm_service"}
+
+
+@given(_JSON)
+def test_any_json_is_read_as_a_record_or_refused_by_name(data):
+    try:
+        got = upgrade("llama_cpp_sycl", data, "r")
+    except RecordError as e:
+        assert str(e).startswith("r: ")
+    else:
+        assert got["schema"] == SCHEMA and got["stage"] == "llama_cpp_sycl"

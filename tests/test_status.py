@@ -8,7 +8,8 @@ import os
 import shutil
 from pathlib import Path
 
-from arcops.stages.status import STAGES, lines, read_records, summarize
+from arcops.common.records import read_published
+from arcops.stages.status import STAGES, lines, summarize
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -22,7 +23,7 @@ def _by_stage(rows):
 
 
 def test_a_converged_lab_box_reads_as_each_stage_did(tmp_path):
-    rows = _by_stage(summarize(read_records(RECORDS / "lab-box")))
+    rows = _by_stage(summarize(read_published(RECORDS / "lab-box")))
     assert list(rows) == list(STAGES)
     assert rows["preflight"]["state"] == "passed"
     assert "2 GPU(s) Arc Pro B60, GuC 70.60.0" in rows["preflight"]["detail"]
@@ -42,7 +43,7 @@ def test_broken_records_are_named_not_fatal(tmp_path):
     (tmp_path / "arcops_mainline_kernel.fact").write_text("[1, 2]")
     (tmp_path / "arcops_vllm_service.fact").write_bytes(b"\xff\xfe")
     os.mkfifo(tmp_path / "arcops_llama_cpp_sycl.fact")  # must not hang
-    rows = _by_stage(summarize(read_records(tmp_path)))
+    rows = _by_stage(summarize(read_published(tmp_path)))
     assert rows["preflight"]["state"] == "passed"
     for stage in ("intel_stack", "mainline_kernel", "vllm_service", "llama_cpp_sycl"):
         assert rows[stage]["state"] == "unreadable", rows[stage]

@@ -167,7 +167,6 @@ def test_the_role_inputs_are_checked_on_the_control_node(tmp_path):
 
 def test_the_status_row_says_what_was_verified():
     record = {
-        "format": 1,
         "passed": False,
         "targets": {
             "vllm_service": {"passed": True, "right": 10, "prompts": 10},
@@ -357,7 +356,8 @@ def test_the_role_off_records_that_nothing_was_asked(play):
     rc, _, _ = play(verify_gate=False)
     assert rc == 0
     recorded = json.loads((play.state / "state.json").read_text())
-    assert recorded == {"format": 1, "gate": False, "passed": None, "release": None}  # no stack.yml here
+    # No stack.yml here: no release.
+    assert recorded == {"gate": False, "passed": None, "release": None, "schema": 1, "stage": "verify"}
 
 
 def test_the_bench_runs_after_a_passing_gate_and_its_verdict_is_recorded(vllm_server, key_file, passing_set):

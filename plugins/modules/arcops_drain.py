@@ -64,9 +64,8 @@ units:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.records import FACT_DIR
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.records import FACT_DIR, read_published
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.fleet import drain
-from ansible_collections.arcops.arc.plugins.module_utils.arcops.stages.status import read_records
 
 
 def main():
@@ -81,7 +80,7 @@ def main():
     p = module.params
     if p["timeout"] < 0 or p["poll"] <= 0:
         module.fail_json(msg="timeout: 0 or more seconds; poll: more than 0 seconds")
-    records = {k: v for k, v in read_records(p["fact_dir"]).items() if isinstance(v, dict)}
+    records = {k: v for k, v in read_published(p["fact_dir"]).items() if isinstance(v, dict)}
     vllm = records.get("vllm_service") or {}
     endpoint = vllm.get("endpoint") or {}
     units = drain.units(records)

@@ -10,7 +10,7 @@ description:
     host, GPU, PCIe link, loaded GuC and free-disk facts (as M(arcops.arc.arcops_facts)) under O(root).
   - Judges them against O(settings) and returns every problem (the role fails on them) and
     every warning (reported only). The messages say what to do.
-  - A box with no problem gets its record, the local fact C(ansible_local.arcops.preflight),
+  - A box with no problem gets its record, the local fact C(ansible_local.arcops),
     written to O(fact_dir) (deterministic, so an unchanged box rewrites nothing). A box with
     problems is left exactly as it was.
   - Supports check mode (reports whether the record would change, writes nothing).

@@ -95,7 +95,7 @@ def main():
     p = module.params
     try:
         if p["action"] == "read":
-            record = read(p["state_dir"])
+            record = read(p["stage"], p["state_dir"])
             if record is None and p["required"]:
                 module.fail_json(
                     msg=f"{p['state_dir']}: no {p['stage']} record here (it never installed on this box)"

@@ -52,13 +52,10 @@ box:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.box import facts, journal
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.records import read_published
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.sysroot import SysRoot
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.fleet import fleet_status
-from ansible_collections.arcops.arc.plugins.module_utils.arcops.stages.status import (
-    lines,
-    read_records,
-    summarize,
-)
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.stages.status import lines, summarize
 
 
 def main():
@@ -70,7 +67,7 @@ def main():
         },
         supports_check_mode=True,
     )
-    rows = summarize(read_records(module.params["fact_dir"]))
+    rows = summarize(read_published(module.params["fact_dir"]))
     out = {"rows": rows, "lines": lines(rows)}
     if module.params["box"]:
         try:

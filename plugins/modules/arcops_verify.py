@@ -68,11 +68,10 @@ results:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.records import FACT_DIR
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.records import FACT_DIR, read_published
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove import verify
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove.host_watch import HostWatch
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove.prompts import PromptSetError
-from ansible_collections.arcops.arc.plugins.module_utils.arcops.stages.status import read_records
 
 
 def main():
@@ -92,7 +91,7 @@ def main():
     p = module.params
     try:
         if p["targets"] is None:
-            targets = verify.targets_from_records(read_records(p["fact_dir"]))
+            targets = verify.targets_from_records(read_published(p["fact_dir"]))
         else:
             targets = verify.check_targets(p["targets"])
         data = verify.prompt_data(p["prompts"])

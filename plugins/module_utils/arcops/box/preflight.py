@@ -4,7 +4,8 @@ The preflight role reads the box and judges it in one module call (arcops_prefli
 operating system and the remote user come from the real root, the hardware (GPUs, PCIe links,
 memory, Secure Boot, free disk) from ``facts.collect`` under the configured root (a fixture
 tree in the lab). Problems fail the run; warnings are only reported. The record a passing box
-gets is the local fact ``ansible_local.arcops.preflight`` that later stages and the status read.
+gets is the local fact ``ansible_local.arcops`` (in arcops.common.records' one shape) that later
+stages and the status read.
 
 Stdlib only: it runs on the box inside the arcops_preflight module.
 """
@@ -258,13 +259,11 @@ def record(platform: Platform, facts: dict, s: Settings, warnings: list[str]) ->
     """The local fact a passing box gets: deterministic (no free-disk figures, no time), so an
     unchanged box rewrites nothing."""
     return {
-        "preflight": {
-            "simulated_hardware": facts.get("simulated"),
-            "os": f"{platform.distribution} {platform.version}",
-            "host": facts.get("host"),
-            "vllm_profile": s.vllm_profile,
-            "gpus": allowed_gpus(facts, s),
-            "display_gpu": facts.get("display_gpu"),
-            "warnings": warnings,
-        }
+        "simulated_hardware": facts.get("simulated"),
+        "os": f"{platform.distribution} {platform.version}",
+        "host": facts.get("host"),
+        "vllm_profile": s.vllm_profile,
+        "gpus": allowed_gpus(facts, s),
+        "display_gpu": facts.get("display_gpu"),
+        "warnings": warnings,
     }

@@ -10,10 +10,9 @@ from pathlib import Path
 
 from ..box import facts, journal
 from ..common.outputs import output_file, write_atomic
-from ..common.records import FACT_DIR
+from ..common.records import FACT_DIR, read_published
 from ..common.report import print_json, print_table
 from ..operate import diag, metrics
-from ..stages.status import read_records
 from .common import kernel_log, one_line, read_root
 
 
@@ -34,7 +33,7 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
     if args.output:
         output_file(args.output, "metrics file")  # refused before anything is read
     root = read_root(args)
-    records = read_records(root.path(FACT_DIR))
+    records = read_published(root.path(FACT_DIR))
     vllm = records.get("vllm_service")
     report_dir = vllm.get("report_dir") if isinstance(vllm, dict) else None
     families = metrics.collect(

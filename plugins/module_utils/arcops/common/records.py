@@ -1,9 +1,15 @@
-"""Where each stage's record lives on a box, and how it is read and written: one place for all.
+"""Where each stage's record lives on a box, its one shape, and how it is read and written: one
+place for all.
 
-A stage's record is a JSON object. It is kept in the stage's state folder (state.json, where
-the stage keeps what it needs for a rollback) and published as an Ansible local fact
-(FACT_DIR/<file>, read back as ansible_local.<name>). The status summary, a fleet status and the
-metrics read the published copies; arcops_record reads state.json, and writes it and the fact in
+A stage's record is a JSON object in one shape (SCHEMA): {"schema": 1, "stage": <stage>, ...}, the
+fields in COMMON_FIELDS meaning the same in every stage, and the stage's own fields beside them.
+It is stamped here on write, and read back here through upgrade(), which turns a record of an
+earlier arcops into this shape and refuses one of a later arcops or of the wrong shape by name.
+
+It is kept in the stage's state folder (state.json, where the stage keeps what it needs for a
+rollback) and published as an Ansible local fact (FACT_DIR/<file>, read back as
+ansible_local.<name>). The status summary, a fleet status and the metrics read the published
+copies (read_published); arcops_record reads state.json (read), and writes it and the fact in
 one task. Every new state.json is also kept in the state folder's history/ (newest HISTORY_KEEP),
 so what a box ran, and when it changed, can be read back after a rollback overwrote state.json.
 
@@ -19,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .inputs import InputError, read_text
 from .outputs import PRIVATE_FILE, private_dir, write_atomic
 
 FACT_DIR = "/etc/ansible/facts.d"
@@ -39,8 +46,83 @@ STAGES = {
 }
 
 
+# The shape's version: a record without one was written by arcops 1.0 (format 0, see upgrade()).
+SCHEMA = 1
+# The fields every stage's record may carry, with one meaning and one type everywhere. A stage's
+# own fields (a build, a spec hash, a verdict) sit beside them.
+COMMON_FIELDS: dict[str, type] = {
+    "schema": int,  # the shape's version (SCHEMA)
+    "stage": str,  # the stage that wrote it (STAGES)
+    "installed": bool,  # the stage's change is on the box and verified
+    "rolled_back": bool,  # tasks_from: rollback put back what was there before
+    "target": dict,  # what the stage installs (packages, kernel, firmware)
+    "previous": dict,  # what was there before it: what a rollback restores
+    "endpoint": dict,  # what the verify stage asks (serving stages; {} while off)
+}
+# Format 0's fields that this format drops: vllm_service's earlier deployment (read by nothing: a
+# fleet rollback applies the previous release's variables again) and verify's own format number.
+_DROPPED = {"vllm_service": "previous", "verify": "format"}
+# The largest record file read: records are a few kB; a bigger one is not a record.
+RECORD_MAX = 4 * 2**20
+
+
 class RecordError(ValueError):
-    """A record that cannot be written: unknown stage, not an object, a folder in the way."""
+    """A record that cannot be written or read: unknown stage, not an object, the wrong shape, a
+    folder in the way."""
+
+
+def _check_stage(stage: str) -> None:
+    if stage not in STAGES:
+        raise RecordError(f"stage: {stage!r} is not one of {', '.join(STAGES)}")
+
+
+def shape_errors(stage: str, record: dict) -> list[str]:
+    """What makes RECORD (a mapping) other than a SCHEMA record of STAGE: one line per field."""
+    out = []
+    for name, kind in COMMON_FIELDS.items():
+        value = record.get(name)
+        if value is not None and (type(value) is not kind):  # bool is no int here, and no int a bool
+            out.append(f"{name}: must be {kind.__name__}, got {type(value).__name__}")
+    if record.get("stage") not in (None, stage):
+        out.append(f"stage: {record.get('stage')!r} in a record of {stage}")
+    if isinstance(record.get("schema"), int) and record["schema"] != SCHEMA:
+        out.append(f"schema: {record['schema']}, this arcops reads {SCHEMA}")
+    return out
+
+
+def stamped(stage: str, record: Any) -> dict:
+    """RECORD as written: the stage's fields with schema and stage set; RecordError when it is not
+    a mapping or a common field has the wrong type."""
+    _check_stage(stage)
+    if not isinstance(record, dict):
+        raise RecordError(f"record: must be a mapping, got {type(record).__name__}")
+    errors = shape_errors(stage, record)
+    if errors:
+        raise RecordError(f"record of {stage}: {'; '.join(errors)}")
+    return {**record, "schema": SCHEMA, "stage": stage}
+
+
+def upgrade(stage: str, data: Any, where: object) -> dict:
+    """A record as read from WHERE, in this shape. Format 0 (arcops 1.0, no schema field) had
+    preflight's fields under "preflight", and the fields in _DROPPED; both are brought to this
+    shape. A later format or the wrong shape is refused by name."""
+    if not isinstance(data, dict):
+        raise RecordError(f"{where}: not a JSON object; move it aside or restore it from {HISTORY_DIR}/")
+    schema = data.get("schema", 0)
+    if type(schema) is int and schema > SCHEMA:
+        raise RecordError(
+            f"{where}: written by a later arcops (record format {schema}; this one reads {SCHEMA})"
+        )
+    if schema == 0 and "schema" not in data:
+        if stage == "preflight" and isinstance(data.get("preflight"), dict):
+            data = data["preflight"]
+        elif stage in _DROPPED:
+            data = {k: v for k, v in data.items() if k != _DROPPED[stage]}
+        data = {**data, "schema": SCHEMA, "stage": stage}
+    errors = shape_errors(stage, data)
+    if errors or "stage" not in data:
+        raise RecordError(f"{where}: not a {stage} record ({'; '.join(errors) or 'no stage field'})")
+    return data
 
 
 def render(record: Any) -> str:
@@ -56,8 +138,7 @@ def render(record: Any) -> str:
 def targets(stage: str, state_dir: str | None, fact_dir: str | None = FACT_DIR) -> list[Path]:
     """The files a stage's record is written to: state.json (when the stage has a state folder)
     and the published fact (unless FACT_DIR is None)."""
-    if stage not in STAGES:
-        raise RecordError(f"stage: {stage!r} is not one of {', '.join(STAGES)}")
+    _check_stage(stage)
     out = [Path(state_dir) / STATE_FILE] if state_dir else []
     return [*out, Path(fact_dir) / STAGES[stage]] if fact_dir else out
 
@@ -84,8 +165,8 @@ def private(path: Path) -> bool:
 def pending(
     stage: str, record: Any, state_dir: str | None, fact_dir: str | None = FACT_DIR
 ) -> tuple[str, list[Path]]:
-    """The text to write and the files that do not hold it yet."""
-    text = render(record)
+    """The text to write (the record stamped: schema and stage) and the files that do not hold it yet."""
+    text = render(stamped(stage, record))
     stale = []
     for path in targets(stage, state_dir, fact_dir):
         try:
@@ -115,9 +196,10 @@ def write(text: str, paths: list[Path]) -> None:
         write_atomic(path, text, PRIVATE_FILE)
 
 
-def read(state_dir: str) -> dict | None:
-    """The stage's state.json, or None when there is none; a file that is not a JSON object is
-    refused by name (a damaged record must not pass for "never installed")."""
+def read(stage: str, state_dir: str) -> dict | None:
+    """The stage's state.json in this shape (upgrade), or None when there is none; a file that is
+    not a record is refused by name (a damaged record must not pass for "never installed")."""
+    _check_stage(stage)
     path = Path(state_dir) / STATE_FILE
     if not present(path):
         return None
@@ -129,9 +211,26 @@ def read(state_dir: str) -> dict | None:
         record = json.loads(text)
     except ValueError:
         record = None
-    if not isinstance(record, dict):
-        raise RecordError(f"{path}: not a JSON object; move it aside or restore it from {HISTORY_DIR}/")
-    return record
+    return upgrade(stage, record, path)
+
+
+def read_published(fact_dir: str | Path = FACT_DIR) -> dict[str, Any]:
+    """Each stage's published record in this shape: a dict, None when the stage never ran, or the
+    reason it is unreadable (one line). Status, fleet status, metrics, diag and verify read these."""
+    out: dict[str, Any] = {}
+    for stage, name in STAGES.items():
+        path = Path(fact_dir) / name
+        if not path.exists():
+            out[stage] = None
+            continue
+        try:
+            data = json.loads(read_text(path, "record", limit=RECORD_MAX))
+            out[stage] = upgrade(stage, data, f"record {path}")
+        except (InputError, RecordError) as e:
+            out[stage] = str(e)
+        except ValueError as e:
+            out[stage] = f"record {path}: not JSON ({e})"
+    return out
 
 
 def keep_history(text: str, state_dir: str, keep: int = HISTORY_KEEP) -> Path | None:

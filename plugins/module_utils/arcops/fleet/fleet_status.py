@@ -12,8 +12,9 @@ from typing import Any
 
 from ..box import xe_events
 from ..common.inputs import InputError
+from ..common.records import read_published
 from ..common.report import print_table
-from ..stages.status import read_records, read_start_report
+from ..stages.status import read_start_report
 from . import waves
 
 COLUMNS = [
@@ -48,7 +49,7 @@ def resets(lines) -> int:
 
 
 def box_facts(records: dict, facts: dict, start: dict | None, xe_resets: int | None) -> dict:
-    """What the box says of itself, in the columns' terms (records as status.read_records)."""
+    """What the box says of itself, in the columns' terms (records as records.read_published)."""
     verify = _dict(records.get("verify"))
     vllm = _dict(records.get("vllm_service"))
     gucs = [str(g.get("guc_loaded") or "-") for g in facts.get("gpus") or [] if isinstance(g, dict)]
@@ -93,7 +94,7 @@ def bench_figure(verify: dict) -> str | None:
 
 def read_box(fact_dir: str, facts: dict, kernel_lines) -> dict:
     """box_facts from the box's own records, its latest start report and this boot's journal."""
-    records = read_records(fact_dir)
+    records = read_published(fact_dir)
     records = {k: (v if isinstance(v, dict) else None) for k, v in records.items()}
     start = last_start(_dict(records.get("vllm_service")).get("report_dir"))
     return box_facts(records, facts, start, resets(kernel_lines))

@@ -37,10 +37,9 @@ from pathlib import Path
 
 from ..box import drm_memory, facts, xe_events
 from ..common.outputs import OutputError, sync_dir
-from ..common.records import FACT_DIR, STATE_ROOT
+from ..common.records import FACT_DIR, STATE_ROOT, read_published
 from ..common.sysroot import SysRoot
 from ..common.times import utc_iso, utc_stamp
-from ..stages.status import read_records
 from ..vllm import evidence
 from . import metrics
 from .redact import SECRET_PATHS, Redactor, secret_values
@@ -245,7 +244,7 @@ def collect(
     root: SysRoot, timeout: float = TIMEOUT, free_devcoredumps: bool = True, now: float | None = None
 ) -> Bundle:
     now = time.time() if now is None else now
-    records = read_records(root.path(FACT_DIR))
+    records = read_published(root.path(FACT_DIR))
     secret_files = secret_paths(root, records)
     secrets: list[str] = []
     for path in secret_files:

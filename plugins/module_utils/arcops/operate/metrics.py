@@ -183,7 +183,7 @@ def collect(
     now: float,
     health: tuple[list[float] | None, dict | None] = (None, None),
 ) -> list[Family]:
-    """Every family, from the records (as arcops.stages.status.read_records), the facts
+    """Every family, from the records (as arcops.common.records.read_published), the facts
     (arcops.box.facts.collect), the last start report, this boot's kernel lines (None: unreadable)
     and the health watch's (restart times, latest report)."""
     records = {k: v for k, v in records.items() if isinstance(v, dict)}

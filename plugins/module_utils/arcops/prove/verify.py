@@ -27,7 +27,6 @@ from .openai_api import ApiError, Endpoint, base_url, read_key_file
 SERVING_STAGES = {"vllm_service": "vllm", "llama_cpp_sycl": "llama-server"}
 TARGET_KEYS = {"name", "kind", "url", "model", "api_key_file", "stack"}
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-RECORD_FORMAT = 1
 
 
 class VerifyError(ValueError):
@@ -200,7 +199,7 @@ def run(
     why = [line for name, s in summaries.items() for line in reasons(name, s)]
     if not targets:
         why.append("no service to verify: no serving stage recorded an endpoint and verify_targets is empty")
-    record = {"format": RECORD_FORMAT, "passed": not why, "targets": summaries, "prompt_set": set_id(data)}
+    record = {"passed": not why, "targets": summaries, "prompt_set": set_id(data)}
     return {"passed": not why, "record": record, "reasons": why, "results": results}
 
 

@@ -10,31 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..common.inputs import InputError, read_text
-from ..common.records import FACT_DIR, STAGES
-
-_RECORD_MAX = 4 * 2**20
-
-
-def read_records(fact_dir: str | Path = FACT_DIR) -> dict[str, Any]:
-    """Each stage's record: a dict, None when the stage never ran, or the reason it is unreadable."""
-    out: dict[str, Any] = {}
-    for stage, name in STAGES.items():
-        path = Path(fact_dir) / name
-        if not path.exists():
-            out[stage] = None
-            continue
-        try:
-            data = json.loads(read_text(path, "record", limit=_RECORD_MAX))
-        except InputError as e:
-            out[stage] = str(e)
-            continue
-        except ValueError as e:
-            out[stage] = f"record {path}: not JSON ({e})"
-            continue
-        out[stage] = data if isinstance(data, dict) else f"record {path}: not a JSON object"
-    return out
-
+from ..common.inputs import read_text
+from ..common.records import STAGES
 
 # The watchdog's newest start report in its report folder (arcops.vllm.watchdog writes it).
 START_REPORT = "latest.json"
@@ -65,8 +42,7 @@ def _list(value: Any) -> list:
     return value if isinstance(value, list) else []
 
 
-def _preflight(r: dict) -> tuple[str, str]:
-    pf = _dict(r.get("preflight"))
+def _preflight(pf: dict) -> tuple[str, str]:
     gpus = _list(pf.get("gpus"))
     models = sorted({str(g.get("model")) for g in gpus if isinstance(g, dict)})
     gucs = sorted({str(g.get("guc_loaded")) for g in gpus if isinstance(g, dict)})
