@@ -182,3 +182,18 @@ def test_any_query_output_parses(text, versions):
     got = parse_query(versions, text)
     assert set(got.off_pin) | set(got.installed) >= set(versions)
     assert set(got.held) <= set(versions)
+
+
+def test_origin_says_which_files_arcops_put_in_place():
+    """A local diversion moved the distribution's file aside: the file there is arcops' (pinned).
+    A package's diversion or none: the packaged file (distribution)."""
+    from arcops.kernel.dpkg_state import origin
+
+    diversions = parse_diversions(
+        "local diversion of /lib/firmware/xe/a.bin to /lib/firmware/xe/a.bin.distrib\n"
+        "diversion of /lib/firmware/xe/b.bin to /lib/firmware/xe/b.bin.real by some-package\n"
+    )
+    paths = ["/lib/firmware/xe/a.bin", "/lib/firmware/xe/b.bin", "/lib/firmware/xe/c.bin"]
+    assert origin(paths, diversions) == ["pinned", "distribution", "distribution"]
+    with pytest.raises(DpkgStateError, match="origin: 'x' is not an absolute path"):
+        origin(["x"], diversions)

@@ -167,8 +167,8 @@ def test_vllm_service_hashes_its_archive_on_the_control_node(tmp_path):
                 "llama_cpp_sycl_server_host": "0.0.0.0",
             },
             [
+                "llama_cpp_sycl_server_port 70000 must be from 1 to 65535",
                 "llama_cpp_sycl_server_model must be the absolute path of a .gguf on the box",
-                "llama_cpp_sycl_server_port must be 1-65535",
                 "llama-server would listen on 0.0.0.0 without an API key: set "
                 "llama_cpp_sycl_server_api_key (vaulted) or listen on 127.0.0.1",
             ],
@@ -205,7 +205,8 @@ def test_vllm_service_hashes_its_archive_on_the_control_node(tmp_path):
                 {"llama_cpp_sycl_server_extra_args": [arg, "x"] if "=" not in arg else [arg]},
                 [
                     f"llama_cpp_sycl_server_extra_args sets {arg.split('=')[0]}, which the role sets: use "
-                    "llama_cpp_sycl_server_host, _port, _api_key (passed by file, never in argv) or _model"
+                    "llama_cpp_sycl_server_host, _port, _ctx_size, _tensor_split, _api_key (passed by file, "
+                    "never in argv) or _model"
                 ],
             )
             for arg in (
@@ -222,8 +223,8 @@ def test_vllm_service_hashes_its_archive_on_the_control_node(tmp_path):
         (
             {"llama_cpp_sycl_server_extra_args": ["--alias", "a\nExecStartPre=/bin/sh"]},
             [
-                "llama_cpp_sycl_server_extra_args holds a control character (a newline or NUL would "
-                "rewrite the unit)"
+                "llama_cpp_sycl_server_extra_args holds a control character or text that is not UTF-8: "
+                "one plain line each"
             ],
         ),
         (
@@ -239,7 +240,7 @@ def test_vllm_service_hashes_its_archive_on_the_control_node(tmp_path):
         ),
         (
             {"llama_cpp_sycl_server_extra_args": "--flash-attn on"},
-            ["llama_cpp_sycl_server_extra_args must be a list of strings"],
+            ["llama_cpp_sycl_server_extra_args must be a list of strings, not str"],
         ),
         ({"llama_cpp_sycl_server_enabled": False, "llama_cpp_sycl_server_model": ""}, []),
     ],

@@ -30,6 +30,15 @@ options:
     type: list
     elements: str
     default: []
+  origin:
+    description:
+      - Paths to ask about first, from the one C(dpkg-divert --list) read. The result C(origin)
+        says for each, in order, C(pinned) when a local diversion moved the distribution's file
+        aside (the file there is one arcops put in its place), else C(distribution).
+      - Changes nothing.
+    type: list
+    elements: path
+    default: []
   query:
     description:
       - Packages to ask dpkg about first (one C(dpkg-query) call), name to pinned version (or
@@ -60,11 +69,17 @@ off_pin:
   type: list
   elements: str
 query_held: {description: "Of O(query), those held.", returned: with query, type: list, elements: str}
+origin:
+  description: "For each path of O(origin), in order: C(pinned) or C(distribution)."
+  returned: with origin
+  type: list
+  elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.kernel.dpkg_state import (
     DpkgStateError,
+    origin,
     parse_diversions,
     parse_query,
     parse_selections,
@@ -80,6 +95,7 @@ def main():
             "undivert": {"type": "list", "elements": "path", "default": []},
             "hold": {"type": "list", "elements": "str", "default": []},
             "query": {"type": "dict", "default": {}},
+            "origin": {"type": "list", "elements": "path", "default": []},
         },
         supports_check_mode=True,
     )
@@ -102,9 +118,12 @@ def main():
             module.fail_json(msg=f"dpkg-query failed: {err.strip() or out.strip()}")
         found = parse_query(p["query"], out)
         asked = {"installed": found.installed, "off_pin": found.off_pin, "query_held": found.held}
-    diversions = parse_diversions(read(["dpkg-divert", "--list"])) if p["divert"] or p["undivert"] else {}
+    wanted = p["divert"] or p["undivert"] or p["origin"]
+    diversions = parse_diversions(read(["dpkg-divert", "--list"])) if wanted else {}
     selections = parse_selections(read(["dpkg", "--get-selections"])) if p["hold"] else {}
     try:
+        if p["origin"]:
+            asked["origin"] = origin(p["origin"], diversions)
         todo = plan(
             divert=p["divert"],
             undivert=p["undivert"],

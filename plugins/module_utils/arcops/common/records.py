@@ -76,16 +76,21 @@ def _check_stage(stage: str) -> None:
         raise RecordError(f"stage: {stage!r} is not one of {', '.join(STAGES)}")
 
 
+def _is(value: Any, kind: type) -> bool:
+    """isinstance, but a bool is no int here (True is not format 1)."""
+    return isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+
+
 def shape_errors(stage: str, record: dict) -> list[str]:
     """What makes RECORD (a mapping) other than a SCHEMA record of STAGE: one line per field."""
     out = []
     for name, kind in COMMON_FIELDS.items():
         value = record.get(name)
-        if value is not None and (type(value) is not kind):  # bool is no int here, and no int a bool
+        if value is not None and not _is(value, kind):
             out.append(f"{name}: must be {kind.__name__}, got {type(value).__name__}")
     if record.get("stage") not in (None, stage):
         out.append(f"stage: {record.get('stage')!r} in a record of {stage}")
-    if isinstance(record.get("schema"), int) and record["schema"] != SCHEMA:
+    if _is(record.get("schema"), int) and record["schema"] != SCHEMA:
         out.append(f"schema: {record['schema']}, this arcops reads {SCHEMA}")
     return out
 
@@ -109,7 +114,7 @@ def upgrade(stage: str, data: Any, where: object) -> dict:
     if not isinstance(data, dict):
         raise RecordError(f"{where}: not a JSON object; move it aside or restore it from {HISTORY_DIR}/")
     schema = data.get("schema", 0)
-    if type(schema) is int and schema > SCHEMA:
+    if _is(schema, int) and schema > SCHEMA:
         raise RecordError(
             f"{where}: written by a later arcops (record format {schema}; this one reads {SCHEMA})"
         )

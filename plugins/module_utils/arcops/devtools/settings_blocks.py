@@ -1,7 +1,8 @@
 """The role files written from a settings table: the block of a role's defaults, argument specs
 and vars that declares, documents and passes on each setting.
 
-A table (arcops.vllm.settings) is where a setting is declared once. Between the markers below,
+A table (arcops.vllm.settings, arcops.llama.server_settings) is where a setting is declared once.
+Between the markers below,
 defaults/main.yml gets each setting's default under its comment, meta/argument_specs.yml its type,
 default, choices and description (so docs/roles/ too), and vars/main.yml the mapping the role
 hands to the renderer, with the type conversion a value from the command line (-e) needs.
@@ -19,6 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..common.settings_table import Table as SettingsTable
+from ..common.settings_table import bounds_text, role_default
+from ..llama import server_settings as llama_settings
 from ..vllm import settings as vllm_settings
 
 BEGIN = "# >>> generated from {source} by scripts/role-docs: edit the table there"
@@ -33,6 +37,7 @@ _SPEC_TYPE = {
     "secret": ("str", None),
     "str_list": ("list", "str"),
     "int_list": ("list", "int"),
+    "number_list": ("list", "float"),
     "str_dict": ("dict", None),
 }
 
@@ -44,18 +49,25 @@ class Table:
 
     source: str
     role: str
-    prefix: str
-    settings: tuple
+    table: SettingsTable
     mapping: str
+
+    @property
+    def prefix(self) -> str:
+        return self.table.prefix
+
+    @property
+    def settings(self) -> tuple:
+        return self.table.settings
 
 
 TABLES = (
+    Table("arcops.vllm.settings", "vllm_service", vllm_settings.TABLE, "vllm_service_settings"),
     Table(
-        source="arcops.vllm.settings",
-        role="vllm_service",
-        prefix=vllm_settings.PREFIX,
-        settings=vllm_settings.SETTINGS,
-        mapping="vllm_service_settings",
+        "arcops.llama.server_settings",
+        "llama_cpp_sycl",
+        llama_settings.TABLE,
+        "llama_cpp_sycl_server_settings",
     ),
 )
 
@@ -79,18 +91,20 @@ def _yaml(data: Any) -> str:
     )
 
 
-def _doc(s: Any) -> str:
-    bounds = vllm_settings.bounds_text(s)
-    parts = [*s.doc, f"{bounds[0].upper()}{bounds[1:]}." if bounds else "", vllm_settings.where(s)]
+def _doc(table: Table, s: Any) -> str:
+    bounds = bounds_text(s)
+    each = "Each item " if s.kind == "number_list" and bounds else ""
+    bounds = f"{each}{bounds}." if each else (f"{bounds[0].upper()}{bounds[1:]}." if bounds else "")
+    parts = [*s.doc, bounds, table.table.where(s)]
     return " ".join(p for p in parts if p)
 
 
 def defaults_block(table: Table) -> str:
     out = []
     for s in table.settings:
-        plain = _MARKUP.sub(r"\1", _doc(s))
+        plain = _MARKUP.sub(r"\1", _doc(table, s))
         out += textwrap.wrap(plain, 98, initial_indent="# ", subsequent_indent="# ")
-        out.append(_yaml({table.prefix + s.name: vllm_settings.role_default(s)}).rstrip("\n"))
+        out.append(_yaml({table.prefix + s.name: role_default(s)}).rstrip("\n"))
     return "\n".join(out) + "\n"
 
 
@@ -101,14 +115,14 @@ def spec_block(table: Table) -> str:
         option: dict[str, Any] = {"type": kind}
         if elements:
             option["elements"] = elements
-        default = vllm_settings.role_default(s)
+        default = role_default(s)
         if default is not None and not (isinstance(default, str) and "{{" in default):
             option["default"] = default
         if s.choices:
             option["choices"] = list(s.choices)
         if s.kind == "secret" or s.no_log:
             option["no_log"] = True
-        option["description"] = _doc(s)
+        option["description"] = _doc(table, s)
         options[table.prefix + s.name] = option
     return _yaml(options)
 

@@ -61,6 +61,13 @@ def parse_diversions(text: str) -> dict[str, Diversion]:
     return out
 
 
+def origin(paths: list[str], diversions: dict[str, Diversion]) -> list[str]:
+    """For each path: "pinned" when a local diversion moved the distribution's file aside (the file
+    there now is one arcops put in its place), else "distribution" (the packaged file, or none)."""
+    _check_paths("origin", paths)
+    return ["pinned" if p in diversions and diversions[p].package is None else "distribution" for p in paths]
+
+
 def parse_selections(text: str) -> dict[str, str]:
     """`dpkg --get-selections` output: package name (architecture qualifier dropped) -> selection."""
     out = {}

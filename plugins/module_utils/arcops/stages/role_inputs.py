@@ -17,8 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..common.inputs import read_text
-from ..common.secrets import secret_flag
 from ..kernel.bundle import BundleError, load_lock
+from ..llama import server_settings
 from ..prove import prompts as prompt_set
 from ..prove.bench import PROFILES as bench_profiles
 from ..prove.gate import load_golden
@@ -35,35 +35,9 @@ from .input_rules import (
     unit_value,
 )
 
-LOOPBACK = ("127.0.0.1", "::1", "localhost")
 # Where llama.cpp may come from: https (the transport checks the server), or a mirror on the box
 # itself (a path or file://). http:// and git:// let anybody on the way hand over other code.
 LLAMA_GIT_URL = re.compile(r"^(https://[^\s@/]+/\S+|file:///\S+|/\S+)$")
-# llama-server flags the role sets: in extra arguments they would bypass the bind check or put
-# the key in argv (where every user of the box reads it).
-LLAMA_MANAGED_FLAGS = ("--host", "--port", "--api-key", "--api-key-file", "--model", "-m")
-
-
-def llama_server_args(args: Any) -> list[str]:
-    """Extra llama-server arguments: a list of strings, none of the flags the role sets."""
-    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-        return ["llama_cpp_sycl_server_extra_args must be a list of strings"]
-    out = []
-    for arg in args:
-        flag = arg.split("=", 1)[0]
-        if flag in LLAMA_MANAGED_FLAGS:
-            out.append(
-                f"llama_cpp_sycl_server_extra_args sets {flag}, which the role sets: use "
-                "llama_cpp_sycl_server_host, _port, _api_key (passed by file, never in argv) or _model"
-            )
-        elif secret_flag(arg):
-            out.append(
-                f"llama_cpp_sycl_server_extra_args sets {flag}, which carries a secret: argv is readable "
-                "by every user of the box"
-            )
-    return out + unit_value("llama_cpp_sycl_server_extra_args", args)
-
-
 CMAKE_ARG = re.compile(r"^-D[A-Za-z_][A-Za-z0-9_]*(:[A-Z]+)?=")
 ROLE_CMAKE = re.compile(r"^-D(GGML_SYCL|CMAKE_C_COMPILER|CMAKE_CXX_COMPILER|CMAKE_INSTALL_PREFIX)(:[A-Z]+)?=")
 
@@ -120,24 +94,14 @@ def llama_cpp_sycl(v: dict) -> list[str]:
         out.append("llama_cpp_sycl_probe_gib must be above 0")
     if not 0 < (number(v.get("llama_cpp_sycl_probe_max_host_ram_fraction")) or 0) < 1:
         out.append("llama_cpp_sycl_probe_max_host_ram_fraction must be between 0 and 1")
-    if v.get("llama_cpp_sycl_server_enabled"):
-        if not re.match(r"^/.*[.]gguf$", str(v.get("llama_cpp_sycl_server_model", ""))):
-            out.append("llama_cpp_sycl_server_model must be the absolute path of a .gguf on the box")
-        if not 0 < (number(v.get("llama_cpp_sycl_server_port"), int) or 0) < 65536:
-            out.append("llama_cpp_sycl_server_port must be 1-65535")
-        out += llama_server_args(v.get("llama_cpp_sycl_server_extra_args", []))
-        for name in (
-            "llama_cpp_sycl_server_model",
-            "llama_cpp_sycl_server_host",
-            "llama_cpp_sycl_server_user",
-        ):
-            out += unit_value(name, v.get(name, ""))
-        host = v.get("llama_cpp_sycl_server_host")
-        if host not in LOOPBACK and not v.get("llama_cpp_sycl_server_api_key"):
-            out.append(
-                f"llama-server would listen on {host} without an API key: set "
-                "llama_cpp_sycl_server_api_key (vaulted) or listen on 127.0.0.1"
-            )
+    # The role hands its settings mapping (vars/main.yml); a caller may give the variables.
+    values = v.get("llama_cpp_sycl_server_settings", server_settings.TABLE.from_role_vars(v))
+    server, problems = server_settings.check(values)
+    out += problems
+    if server["enabled"]:
+        # The unit's own rule (a newline or an unescaped % would rewrite it), on what it carries.
+        for name in ("model", "host", "user", "extra_args"):
+            out += unit_value(server_settings.PREFIX + name, server[name] or "")
     file_name = (
         "llama_cpp_sycl_oneapi_apt_key"
         if v.get("llama_cpp_sycl_oneapi_source") == "apt"

@@ -12,7 +12,8 @@ Stdlib only: shipped as module_utils.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..common.settings_table import Setting, Table, bounds_text, in_bounds, role_default
+from ..common.settings_table import setting as _s
 
 PREFIX = "vllm_service_"
 
@@ -38,37 +39,6 @@ SPLITTING_OPS = [
     "vllm::unified_kv_cache_update",
     "vllm::all_reduce",
 ]
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One container setting. kind: str, path (an absolute host path), bool, int, number, secret
-    (only its truthiness reaches the renderer), str_list, int_list, str_dict. low/high bound a
-    number (inclusive); hint says what the number is, after a range problem; no_log hides the
-    values (they may be secrets) wherever Ansible would show them. flag: the vLLM flag the value
-    goes to (a bool: the flag alone, when true); env: the container variable it sets (the
-    renderer writes both, these name them once). role_default: the role's
-    default when it is a template over another variable (the table's default is then what that
-    template gives alone)."""
-
-    name: str
-    kind: str
-    default: object
-    doc: tuple[str, ...]
-    nullable: bool = False
-    required: bool = False
-    low: float | None = None
-    high: float | None = None
-    hint: str = ""
-    no_log: bool = False
-    flag: str = ""
-    env: str = ""
-    choices: tuple[str, ...] = ()
-    role_default: object = None
-
-
-def _s(name: str, kind: str, default: object, *doc: str, **more: object) -> Setting:
-    return Setting(name, kind, default, doc, **more)  # type: ignore[arg-type]
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -336,45 +306,25 @@ SETTINGS: tuple[Setting, ...] = (
     ),
 )
 
-BY_NAME = {s.name: s for s in SETTINGS}
-DEFAULTS: dict[str, object] = {s.name: s.default for s in SETTINGS}
-REQUIRED = tuple(s.name for s in SETTINGS if s.required)
-
-
-def settings_from_role_vars(vars: dict) -> dict:
-    """The settings among role variables, prefix stripped.
-
-    Other variables, the role's own included (engine, image digest, watchdog), are not container
-    settings: a role vars file holds them too.
-    """
-    return {
-        k[len(PREFIX) :]: v
-        for k, v in vars.items()
-        if isinstance(k, str) and k.startswith(PREFIX) and k[len(PREFIX) :] in BY_NAME
-    }
-
-
-def where(s: Setting) -> str:
-    """Where the setting goes, in words, for the documentation."""
-    if s.flag:
-        off = " Null leaves the flag out." if s.nullable else ""
-        return f"vLLM's C({s.flag})" + (" when true." if s.kind == "bool" else "." + off)
-    return f"Sets C({s.env}) in the container." if s.env else ""
-
-
-def role_default(s: Setting) -> object:
-    """The setting's default as the role states it."""
-    return s.default if s.role_default is None else s.role_default
-
-
-def bounds_text(s: Setting) -> str:
-    """The allowed range in words, for messages and the argument specs."""
-    if s.low is None and s.high is None:
-        return ""
-    if s.high is None:
-        return f"{s.low:g} or more"
-    return f"at most {s.high:g}" if s.low is None else f"from {s.low:g} to {s.high:g}"
-
-
-def in_bounds(s: Setting, value: float) -> bool:
-    return (s.low is None or value >= s.low) and (s.high is None or value <= s.high)
+TABLE = Table(PREFIX, "vLLM", SETTINGS)
+BY_NAME = TABLE.by_name
+DEFAULTS = TABLE.defaults
+REQUIRED = TABLE.required
+settings_from_role_vars = TABLE.from_role_vars
+where = TABLE.where
+# The shared words and checks of every table, read here by the renderer's older imports.
+__all__ = [
+    "BY_NAME",
+    "DEFAULTS",
+    "PREFIX",
+    "REQUIRED",
+    "SETTINGS",
+    "SPLITTING_OPS",
+    "TABLE",
+    "Setting",
+    "bounds_text",
+    "in_bounds",
+    "role_default",
+    "settings_from_role_vars",
+    "where",
+]

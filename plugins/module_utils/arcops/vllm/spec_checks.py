@@ -9,14 +9,13 @@ Stdlib only: shipped as module_utils.
 
 from __future__ import annotations
 
-import difflib
 import ipaddress
-import math
 import re
 
 from ..box import ram_rule
+from ..common.settings_table import clean_text
 from . import exposure, residency_shim
-from .settings import BY_NAME, DEFAULTS, PREFIX, REQUIRED, SETTINGS, bounds_text, in_bounds
+from .settings import BY_NAME, SETTINGS, TABLE
 
 PROFILES = BY_NAME["profile"].choices
 # Installed RAM (GiB) per profile and the share of it MemTotal shows: preflight's rule too.
@@ -52,23 +51,11 @@ MANAGED_FLAGS = {
     "--port": "port",
     "--model": "model",
 }
-_TYPE_TEXT = {
-    "str": "a non-empty string",
-    "path": "an absolute path",
-    "bool": "true or false",
-    "int": "an integer",
-    "number": "a number",
-    "secret": "a string or a boolean",
-    "str_list": "a list of strings",
-    "int_list": "a list of integers",
-    "str_dict": "a mapping of strings to strings (quote numbers and booleans)",
-}
 _IPC = ("host", "private", "shareable", "none")
 _NAME_RE = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]+")
 _TAG_RE = re.compile(r"\w[\w.-]{0,127}")
 _SHM_RE = re.compile(r"[1-9][0-9]{0,15}(?:b|[kmgt]b?)?", re.IGNORECASE)
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def capture_sizes_for(k: int) -> list[int]:
@@ -76,100 +63,10 @@ def capture_sizes_for(k: int) -> list[int]:
     return [(k + 1) * m for m in CAPTURE_MULTIPLES]
 
 
-def is_int(v: object) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _clean_text(v: str) -> bool:
-    """No control character (one line in an env file, a unit, a log) and valid UTF-8."""
-    try:
-        v.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return not _CONTROL_RE.search(v)
-
-
-def _type_ok(kind: str, v: object) -> bool:
-    if kind in ("str", "path"):
-        return isinstance(v, str) and v != ""
-    if kind == "bool":
-        return isinstance(v, bool)
-    if kind == "int":
-        return is_int(v)
-    if kind == "number":
-        return is_int(v) or (isinstance(v, float) and math.isfinite(v))
-    if kind == "secret":
-        return isinstance(v, (str, bool))
-    if kind == "str_list":
-        return isinstance(v, list) and all(isinstance(x, str) for x in v)
-    if kind == "int_list":
-        return isinstance(v, list) and all(is_int(x) for x in v)
-    if kind == "str_dict":
-        return isinstance(v, dict) and all(isinstance(a, str) and isinstance(b, str) for a, b in v.items())
-    raise ValueError(f"unknown setting kind {kind}")
-
-
-def _type_name(v: object) -> str:
-    if isinstance(v, list):
-        return "a list with " + ", ".join(sorted({type(x).__name__ for x in v})) + " items"
-    if isinstance(v, dict):
-        return "a mapping with " + ", ".join(sorted({type(x).__name__ for x in v.values()})) + " values"
-    if v == "":
-        return "an empty string"
-    return "null" if v is None else type(v).__name__
-
-
-def _unknown(key: object) -> str:
-    bare = key[len(PREFIX) :] if isinstance(key, str) and key.startswith(PREFIX) else None
-    if bare in BY_NAME:
-        return f"unknown setting '{key}': settings have no {PREFIX} prefix, use '{bare}'"
-    close = difflib.get_close_matches(str(key), list(BY_NAME), n=1)
-    return f"unknown setting '{key}'" + (f": did you mean '{close[0]}'?" if close else ": remove it")
-
-
-def _shape_problem(name: str, kind: str, v: object) -> str | None:
-    """Range, choice and text shape of a value of the right type, from the settings table."""
-    setting = BY_NAME[name]
-    if kind in ("int", "number") and not in_bounds(setting, v):  # type: ignore[arg-type]
-        return f"{name} {v} must be {bounds_text(setting)}" + (f" ({setting.hint})" if setting.hint else "")
-    if setting.choices and v not in setting.choices:
-        return f"unknown {name} '{v}': use one of {', '.join(setting.choices)}"
-    texts = [v] if kind in ("str", "path") else (v if kind == "str_list" else [])
-    if not all(_clean_text(t) for t in texts):  # type: ignore[union-attr]
-        return f"{name} holds a control character or text that is not UTF-8: one plain line each"
-    if kind == "path" and not v.startswith("/"):  # type: ignore[union-attr]
-        return f"{name} '{v}' is not an absolute path: give the full host path"
-    return None
-
-
 def typed(settings: object, problems: list[str]) -> tuple[dict, set[str]]:
     """Settings merged over the defaults, and the names of those of the wrong type or shape
-    (reported, then defaulted so the later checks still run)."""
-    if not isinstance(settings, dict):
-        problems.append(
-            f"settings must be a mapping of setting names to values, not {type(settings).__name__}"
-        )
-        settings = {}
-    problems += [_unknown(key) for key in settings if key not in BY_NAME]
-    s = {k: settings.get(k, v) for k, v in DEFAULTS.items()}
-    bad = set()
-    for setting in SETTINGS:
-        key, kind, v = setting.name, setting.kind, s[setting.name]
-        if key in REQUIRED and v == "":
-            s[key] = v = None  # the role's way of saying "set me"
-        if v is None and (setting.nullable or key in REQUIRED):
-            continue
-        if not _type_ok(kind, v):
-            # Never the value itself: it may be the API key, or a secret in extra_env.
-            what = _TYPE_TEXT[kind] + (" or null (leaves the flag out)" if setting.nullable else "")
-            problem = f"{key} must be {what}, not {_type_name(v)}"
-        else:
-            problem = None if kind == "secret" else _shape_problem(key, kind, v)
-        if problem:
-            problems.append(problem)
-            s[key] = DEFAULTS[key]
-            bad.add(key)
-    return s, bad
+    (reported, then defaulted so the later checks still run): the table's own checks."""
+    return TABLE.typed(settings, problems)
 
 
 def check_image(image: str, problems: list[str]) -> None:
@@ -334,7 +231,7 @@ def check_extras(s: dict, problems: list[str]) -> None:
             problems.append(
                 f"extra_env key '{key}' is not an environment variable name: use letters, digits, _"
             )
-        elif not _clean_text(value):
+        elif not clean_text(value):
             problems.append(
                 f"extra_env {key} holds a control character: one line per variable in the env file"
             )

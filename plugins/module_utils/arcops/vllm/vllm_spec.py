@@ -16,6 +16,7 @@ import math
 import posixpath
 
 from ..common.net import local_host, url_host
+from ..common.settings_table import is_int
 from . import exposure, residency_shim, spec_checks
 from .settings import BY_NAME, DEFAULTS, PREFIX, REQUIRED, settings_from_role_vars
 from .spec_checks import (
@@ -24,7 +25,6 @@ from .spec_checks import (
     RAM_REQUIRED_GIB,
     VISIBLE_FACTOR,
     capture_sizes_for,
-    is_int,
     uses_ring,
 )
 
