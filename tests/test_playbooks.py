@@ -199,3 +199,13 @@ def test_a_kernel_rollback_boots_through_the_one_rollback_boot(stage):
         "builtin.reboot",
     ):
         assert own not in text, own
+
+
+def test_no_role_parses_what_a_box_said_in_jinja():
+    """Parsing a tool's output or a file (regex_findall, regex_search, from_yaml of stdout) is the
+    package's, under pytest, through a module: templates and tasks only render and wire."""
+    for path in sorted((REPO / "roles").rglob("*")):
+        if path.suffix in (".yml", ".j2") and "meta" not in path.parts:
+            text = path.read_text()
+            for parse in ("regex_findall", "regex_search", "stdout | from_yaml", "stdout | from_json"):
+                assert parse not in text, (path.relative_to(REPO), parse)
