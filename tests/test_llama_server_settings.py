@@ -1,15 +1,12 @@
 """The llama-server settings are declared once (arcops.llama.server_settings): checked there, the
-unit's command line and the verify endpoint rendered there, and the role's defaults, argument
-specs and settings mapping written from the table."""
+unit's command line and the verify endpoint rendered there (the role's files written from the
+table: tests/test_settings_tables.py)."""
 
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
-import yaml
-from arcops.devtools import settings_blocks
 from arcops.llama import server_settings as ss
 from hypothesis import given
 from hypothesis import strategies as st
@@ -19,38 +16,11 @@ from .helpers.ansible_run import needs_ansible, run_module
 from .helpers.fuzz import FUZZ
 
 ROLE = REPO / "roles" / "llama_cpp_sycl"
-(TABLE,) = [t for t in settings_blocks.TABLES if t.role == "llama_cpp_sycl"]
-ROLE_FILES = [ROLE / "defaults/main.yml", ROLE / "meta/argument_specs.yml", ROLE / "vars/main.yml"]
 P = ss.PREFIX
 ON = {"enabled": True, "model": "/srv/models/m.gguf"}
 
 
-def test_the_role_files_are_written_from_the_table():
-    for path, text in settings_blocks.files(REPO / "roles", TABLE).items():
-        assert path.read_text() == text, f"{path}: run scripts/role-docs"
-
-
-@pytest.mark.parametrize("path", ROLE_FILES, ids=lambda p: p.parent.name)
-def test_no_setting_is_declared_outside_its_block(path):
-    outside = settings_blocks.outside_block(path.read_text(), TABLE.source)
-    if path.name == "argument_specs.yml":
-        # The rollback entry point reads whether the server runs: the same option as main's.
-        specs = yaml.safe_load(path.read_text())["argument_specs"]
-        name = ss.PREFIX + "enabled"
-        assert specs["rollback"]["options"][name]["type"] == specs["main"]["options"][name]["type"]
-        assert specs["rollback"]["options"][name]["default"] == specs["main"]["options"][name]["default"]
-        outside = outside.replace(f"      {name}:\n", "", 1)
-    for s in ss.SETTINGS:
-        assert not re.search(rf"^\s*{ss.PREFIX}{s.name}:", outside, re.M), (path, s.name)
-
-
-def test_the_role_defaults_are_the_table_defaults_and_the_template_only_renders():
-    defaults = yaml.safe_load((ROLE / "defaults/main.yml").read_text())
-    mapped = yaml.safe_load((ROLE / "vars/main.yml").read_text())[TABLE.mapping]
-    assert list(mapped) == list(ss.TABLE.defaults)
-    assert mapped["api_key"] == "{{ llama_cpp_sycl_server_api_key | length > 0 }}"  # never the key
-    for s in ss.SETTINGS:
-        assert defaults[ss.PREFIX + s.name] == s.default, s.name
+def test_the_unit_template_only_renders_the_command_line():
     unit = (ROLE / "templates/arcops-llama-server.service.j2").read_text()
     (line,) = [x for x in unit.splitlines() if x.startswith("ExecStart=")]
     assert line == "ExecStart={{ llama_cpp_sycl_server_unit.exec_start }}"

@@ -1,5 +1,6 @@
-"""The vllm_service settings are declared once (arcops.vllm.settings): the role's defaults, argument
-specs and settings mapping are written from the table, and no second copy of a setting appears."""
+"""The vllm_service settings are declared once (arcops.vllm.settings): the renderer takes its flags,
+variables and bounds from the table, and no other Python file restates it (the role's files
+written from the table: tests/test_settings_tables.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import re
 
 import pytest
 import yaml
-from arcops.devtools import settings_blocks
 from arcops.vllm import settings, spec_checks, vllm_spec
 from hypothesis import given
 from hypothesis import strategies as st
@@ -17,20 +17,6 @@ from .helpers.fuzz import FUZZ
 from .helpers.vllm_settings import BASE, NODES, problems
 
 ROLE = REPO / "roles" / "vllm_service"
-TABLE = settings_blocks.TABLES[0]
-ROLE_FILES = [ROLE / "defaults/main.yml", ROLE / "meta/argument_specs.yml", ROLE / "vars/main.yml"]
-
-
-def test_the_role_files_are_written_from_the_table():
-    for path, text in settings_blocks.files(REPO / "roles", TABLE).items():
-        assert path.read_text() == text, f"{path}: run scripts/role-docs"
-
-
-@pytest.mark.parametrize("path", ROLE_FILES, ids=lambda p: p.parent.name)
-def test_no_setting_is_declared_outside_its_block(path):
-    outside = settings_blocks.outside_block(path.read_text(), TABLE.source)
-    for s in settings.SETTINGS:
-        assert not re.search(rf"^\s*({settings.PREFIX})?{s.name}:", outside, re.M), (path, s.name)
 
 
 def test_no_other_python_file_restates_the_table():
@@ -45,14 +31,6 @@ def test_no_other_python_file_restates_the_table():
             if re.search(rf"""["']{s.name}["']\s*:\s*{re.escape(repr(s.default))}""", text)
         ]
         assert path == home or len(keyed) < 5, (path, keyed)
-
-
-def test_the_role_defaults_are_the_table_defaults():
-    defaults = yaml.safe_load((ROLE / "defaults/main.yml").read_text())
-    mapped = yaml.safe_load((ROLE / "vars/main.yml").read_text())[TABLE.mapping]
-    assert list(mapped) == list(settings.DEFAULTS)
-    for s in settings.SETTINGS:
-        assert defaults[settings.PREFIX + s.name] == settings.role_default(s), s.name
 
 
 def test_the_table_defaults_render_and_missing_keys_take_them():
