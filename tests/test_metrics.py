@@ -248,3 +248,24 @@ def test_any_records_give_well_formed_metrics(published, report, lines):
     text = metrics.render(metrics.collect(published, {"gpus": []}, report, lines, 0.0))
     for line in text.splitlines():
         assert line.startswith("# HELP ") or line.startswith("# TYPE ") or SAMPLE.match(line), line
+
+
+def test_a_user_space_line_that_looks_like_a_reset_is_not_counted(tmp_path, capsys):
+    """A journal file mixing the kernel's lines with a process's look-alikes, in the text and JSON
+    export forms: only the kernel's reach the metrics."""
+    reset = "xe 0000:29:00.0: [drm] Tile0: GT0: reset started"
+    journal = tmp_path / "mixed.log"
+    journal.write_text(
+        "\n".join(
+            [
+                "2026-11-30T14:03:12+0000 arc kernel: " + reset,
+                "2026-11-30T14:03:13+0000 arc fake[99]: " + reset,
+                json.dumps({"_TRANSPORT": "syslog", "SYSLOG_IDENTIFIER": "kernel", "MESSAGE": reset}),
+                json.dumps({"_TRANSPORT": "kernel", "MESSAGE": reset}),
+            ]
+        )
+        + "\n"
+    )
+    assert cli.main(["operate", "metrics", "--root", str(box(tmp_path)), "--journal-file", str(journal)]) == 0
+    got = samples(capsys.readouterr().out)
+    assert got['arcops_xe_events_total{card="0000:29:00.0",kind="gt_reset"}'] == 2

@@ -13,8 +13,11 @@ from arcops.box.xe_events import (
     events,
     parse_line,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 from .conftest import REPO
+from .helpers.fuzz import FUZZ
 
 JOURNALS = REPO / "tests/fixtures/journal"
 RESET = "xe 0000:29:00.0: [drm] Tile0: GT0: Engine reset: engine_class=bcs, logical_mask: 0x1, guc_id=32"
@@ -195,3 +198,59 @@ def test_kernel_lines_with_check_fails_when_the_journal_cannot_be_read(tmp_path,
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
     with pytest.raises(journal.JournalError, match="journalctl -k exited 1"):
         list(journal.kernel_lines(check=True))
+
+
+# A user-space line that only looks like the driver's is no event (issue: only the kernel's count).
+GT = "xe 0000:29:00.0: [drm] Tile0: GT0: reset started"
+
+
+@pytest.mark.parametrize(
+    ("lines", "total"),
+    [
+        # -o short-iso: the identifier before the message says who logged it.
+        (["2026-11-30T14:03:12+0000 arc kernel: " + GT], 1),
+        (["2026-11-30T14:03:12+0000 arc myapp[4242]: " + GT], 0),
+        (["2026-11-30T14:03:12+0000 arc logger: " + GT], 0),
+        (["Nov 30 14:03:12 arc python3[77]: " + GT], 0),
+        # A process that writes "kernel:" into its own message is still the process.
+        (["2026-11-30T14:03:12+0000 arc myapp[4242]: kernel: " + GT], 0),
+        # The syslog form with the printk time after "kernel:".
+        (["Nov 30 14:03:12 arc kernel: [ 8231.442113] " + GT], 1),
+        # A user entry's continuation lines (indented by journalctl) are the user's.
+        (["2026-11-30T14:03:12+0000 arc myapp[4242]: look:", "                    " + GT], 0),
+        (["2026-11-30T14:03:12+0000 arc kernel: dump:", "                    " + GT], 1),
+        # Mixed: only the kernel's.
+        (["Nov 30 14:03:12 arc kernel: " + GT, "Nov 30 14:03:13 arc app[1]: " + GT, "[ 1.0] " + GT], 2),
+    ],
+)
+def test_only_the_kernels_own_text_lines_count(lines, total):
+    assert count(lines)["total"] == total
+
+
+def _json(transport, message, **more):
+    return json.dumps({"_TRANSPORT": transport, "MESSAGE": message, "SYSLOG_IDENTIFIER": "kernel", **more})
+
+
+def test_only_the_kernels_own_json_entries_count():
+    """journalctl -o json: _TRANSPORT says who logged an entry, whatever its identifier claims."""
+    lines = [
+        _json("kernel", GT),
+        _json("syslog", GT),  # logger -t kernel
+        _json("stdout", GT),  # a service's output
+        _json("journal", GT),
+        json.dumps({"MESSAGE": GT}),  # no transport: not the kernel's
+        _json("kernel", list(b"\xff " + GT.encode())),  # not UTF-8: journald gives its bytes
+        _json("kernel", 5),
+        "[1, 2]",
+        "{not json",
+        "2026-11-30T14:03:12+0000 arc kernel: " + GT,  # text and JSON mixed in one file
+    ]
+    assert count(lines)["by_kind"][GT_RESET] == 3
+
+
+@FUZZ
+@given(st.text(), st.sampled_from(["kernel", "syslog", "stdout", None]))
+def test_any_json_entry_counts_only_from_the_kernel(message, transport):
+    entry = json.dumps({"_TRANSPORT": transport, "MESSAGE": GT + message})
+    got = count([entry])["total"]
+    assert got == 0 if transport != "kernel" else got <= len((GT + message).splitlines())

@@ -1,8 +1,14 @@
 """xe hang events in kernel log lines: engine resets, timed-out jobs, GT resets, GPU page faults.
 
 Lines come from the kernel journal, with a journal prefix ("2026-11-30T14:00:00+0000 host kernel: ",
-``journalctl -o short``) or without one (MESSAGE from ``-o cat`` / ``-o json``). Everything here
-streams: it reads one line at a time and never holds a whole log.
+``journalctl -o short``), without one (``-o cat``, dmesg's "[ 12.345678] "), or as the journal's
+JSON export (``-o json``, one entry per line). Only the kernel's own messages count: a JSON entry
+whose _TRANSPORT is not "kernel", or a text line whose journal prefix names another process
+("host myapp[42]: xe 0000:..."), is a user-space line that only looks like the driver's, and is
+no event (the lines a multi-line entry continues with belong to the entry they follow). A text
+line cannot tell `logger -t kernel` from the kernel: the JSON export, or `journalctl -k` (what
+arcops reads itself), can. Everything here streams: it reads one line at a time and never holds
+a whole log.
 
 The messages, as the xe driver prints them (drivers/gpu/drm/xe). Every one of them goes through
 xe_gt_printk (xe_gt_printk.h), which prefixes "Tile%u: GT%u: " (older kernels: only "GT%u: ") to
@@ -33,6 +39,7 @@ it as an engine reset, and the timed-out job it leads to is logged at notice lev
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -111,13 +118,80 @@ def parse_line(line: str) -> Event | None:
     return None
 
 
-def events(lines: Iterable[str]) -> Iterator[Event]:
-    """The xe hang events in kernel log lines, streamed. Multi-line messages are split first."""
+# The kernel's printk time at the end of a journal prefix ("kernel: [ 12.345678] ") or alone (dmesg).
+_PRINTK_TIME = re.compile(r"\[\s*\d+\.\d+\]\s*$")
+
+
+def _from_kernel(prefix: str) -> bool:
+    """Whether the text before an xe message names the kernel as its source: no prefix or a printk
+    time (dmesg, -o cat), or a journal prefix whose identifier ("kernel:", the first word ending in
+    a colon) is the kernel's. A process's ("myapp[42]:", "logger:") or anything else is not."""
+    prefix = _PRINTK_TIME.sub("", prefix).strip()
+    if not prefix:
+        return True
+    for word in prefix.split():
+        if word.endswith(":"):
+            return word == "kernel:"
+    return False
+
+
+def _source_is_kernel(entry: str) -> bool:
+    """Whether a text line (an entry's first line) is the kernel's."""
+    m = _PREFIX_RE.search(entry) if "xe " in entry else None
+    if m is not None:
+        return _from_kernel(entry[: m.start()])
+    if entry.startswith("["):  # dmesg: the kernel's ring only
+        return True
+    for word in entry.split(None, 6)[:6]:
+        if word.endswith(":"):
+            return word == "kernel:"
+    return True  # a bare message (-o cat of journalctl -k)
+
+
+def _json_message(line: str) -> tuple[bool, str]:
+    """A journal JSON entry: (whether the kernel logged it, its MESSAGE as text)."""
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return False, ""
+    message = entry.get("MESSAGE") if isinstance(entry, dict) else None
+    if isinstance(message, list):  # journald's form for a message that is not UTF-8: its bytes
+        try:
+            message = bytes(message).decode("utf-8", "replace")
+        except (TypeError, ValueError):
+            return False, ""
+    if not isinstance(message, str):
+        return False, ""
+    return entry.get("_TRANSPORT") == "kernel", message
+
+
+def _kernel_xe_lines(lines: Iterable[str]) -> Iterator[str]:
+    """The kernel's own message lines among LINES (text or JSON export, mixed) that may hold an xe
+    event. Cheap per line: most lines are dropped by a substring test."""
+    entry = ""  # the first line of the entry that indented continuation lines belong to
     for line in lines:
-        for part in line.splitlines():
-            event = parse_line(part)
-            if event is not None:
-                yield event
+        if line[:1] == "{":
+            kernel, message = _json_message(line)
+            if kernel and "xe " in message:
+                yield from message.splitlines()
+            entry = ""
+            continue
+        for part in line.splitlines() if "\n" in line[:-1] or "\r" in line else (line,):
+            if part[:1].isspace():  # how journalctl shows the further lines of one entry
+                if "xe " in part and _source_is_kernel(entry):
+                    yield part
+                continue
+            entry = part
+            if "xe " in part and _source_is_kernel(part):
+                yield part
+
+
+def events(lines: Iterable[str]) -> Iterator[Event]:
+    """The xe hang events in kernel log lines, streamed: only the kernel's own lines count."""
+    for message in _kernel_xe_lines(lines):
+        event = parse_line(message)
+        if event is not None:
+            yield event
 
 
 def count(lines: Iterable[str]) -> dict:
