@@ -187,6 +187,34 @@ def test_lock_entries_with_wrong_types_are_refused_by_verify(unpacked, lock):
         stack.select(unpacked, broken, "6.17.0-1009-intel", "70.60.0")
 
 
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda lock: {**lock, "signed_by": "x"}, "unknown key(s) 'signed_by': a lock of another arcops"),
+        (
+            lambda lock: {**lock, "installer": {**lock["installer"], "url": "u"}},
+            "installer: unknown key(s) 'url'",
+        ),
+        (
+            lambda lock: {**lock, "firmware": [{**lock["firmware"][0], "size": 1}]},
+            "firmware[0]: unknown key(s) 'size'",
+        ),
+        (lambda lock: {**lock, "format": "1"}, "lock format '1' is not 1"),
+        (lambda lock: {**lock, "version": 26.18}, "version must be a string"),
+    ],
+)
+def test_a_lock_of_another_schema_is_refused_naming_the_field(
+    unpacked, lock, tmp_path, capsys, change, message
+):
+    """Unknown keys anywhere, a field or a format number of the wrong type: a lock of another
+    schema is refused with the file and the field, never half-read."""
+    path = tmp_path / "lock.json"
+    path.write_text(json.dumps(change(lock)))
+    assert main(["stack", "bundle", "verify", str(unpacked), "--lock", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and err.startswith(f"arcops: lock {path}: ") and "\n" not in err
+
+
 def test_missing_lock_says_how_to_make_it(unpacked, tmp_path, capsys):
     assert main(["stack", "bundle", "verify", str(unpacked), "--lock", str(tmp_path / "none.json")]) == 2
     assert "make it with `arcops stack bundle lock TARBALL -o" in capsys.readouterr().err

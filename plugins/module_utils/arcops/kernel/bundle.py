@@ -271,6 +271,10 @@ _ENTRY_KEYS = {
 }
 
 
+# Every key a lock holds (make_lock): another one is a lock of another schema, refused by name.
+_LOCK_KEYS = {"format", "installer", "version", "flavour", "kernel_release", "packages", "firmware"}
+
+
 def lock_problems(lock: object) -> list[str]:
     """Everything wrong with a lock's shape, each naming the field (empty: it can be used)."""
     if not isinstance(lock, dict):
@@ -278,6 +282,12 @@ def lock_problems(lock: object) -> list[str]:
     if lock.get("format") != LOCK_FORMAT or isinstance(lock.get("format"), bool):
         return [f"lock format {lock.get('format')!r} is not {LOCK_FORMAT}: re-run `arcops stack bundle lock`"]
     problems = []
+    unknown = sorted(set(lock) - _LOCK_KEYS, key=str)
+    if unknown:
+        problems.append(
+            f"unknown key(s) {', '.join(map(repr, unknown))}: a lock of another arcops? "
+            "re-run `arcops stack bundle lock`"
+        )
     installer = lock.get("installer")
     if not (
         isinstance(installer, dict)
@@ -285,6 +295,10 @@ def lock_problems(lock: object) -> list[str]:
         and _SHA256_RE.fullmatch(str(installer.get("sha256")))
     ):
         problems.append("installer must be {file, sha256} with a 64-digit lower-case sha256")
+    elif set(installer) - {"file", "sha256"}:
+        problems.append(
+            f"installer: unknown key(s) {', '.join(map(repr, sorted(set(installer) - {'file', 'sha256'})))}"
+        )
     if not isinstance(lock.get("version"), str):
         problems.append("version must be a string")
     if lock.get("flavour") not in FLAVOURS:
@@ -298,8 +312,11 @@ def lock_problems(lock: object) -> list[str]:
             continue
         for n, entry in enumerate(entries):
             bad = [k for k in keys if not isinstance(entry, dict) or not isinstance(entry.get(k), str)]
+            extra = sorted(set(entry) - set(keys), key=str) if isinstance(entry, dict) else []
             if bad:
                 problems.append(f"{kind}[{n}] lacks {', '.join(bad)} (strings)")
+            elif extra:
+                problems.append(f"{kind}[{n}]: unknown key(s) {', '.join(map(repr, extra))}")
             elif not _SHA256_RE.fullmatch(entry["sha256"]):
                 problems.append(f"{kind}[{n}].sha256 is not a 64-digit lower-case sha256")
     return problems
