@@ -9,6 +9,7 @@ from arcops.box.firmware import FirmwareError, blob_version, guc_info_version, l
 from arcops.common.sysroot import SysRoot
 
 from .conftest import REPO
+from .helpers.bundle_builder import css_blob
 from .helpers.debian_mirror import MirrorUnreachable, extract_deb, fetch_deb, unreachable
 
 JOURNALS = REPO / "tests/fixtures/journal"
@@ -61,13 +62,28 @@ def test_other_xe_blobs_are_refused_with_a_clear_message(debian_firmware):
 
 
 def test_synthetic_css_header_round_trip(tmp_path):
-    header = bytearray(128)
-    struct.pack_into("<5I", header, 0, 6, 32 + 64 + 64 + 1, 0x10000, 0, 0x8086)
-    struct.pack_into("<3I", header, 28, 64, 64, 1)
-    struct.pack_into("<I", header, 64, (70 << 16) | (60 << 8) | 0)
     blob = tmp_path / "bmg_guc_70.bin"
-    blob.write_bytes(bytes(header) + b"\0" * 1024)
+    blob.write_bytes(css_blob("70.60.0", payload=1024))
     assert blob_version(blob).version == "70.60.0"
+
+
+@pytest.mark.parametrize(
+    ("cut", "message"),
+    [
+        (lambda b: b[:128], "truncated: its CSS header says 1408 bytes, the file holds 128"),  # header only
+        (lambda b: b[:-1], "truncated: its CSS header says 1408 bytes, the file holds 1407"),
+        (lambda b: b[:24] + struct.pack("<I", 7) + b[28:], "the CSS header's sizes disagree (size_dw 7 <"),
+        (lambda b: b"", "empty file, not a firmware blob"),
+    ],
+)
+def test_a_cut_or_inconsistent_blob_is_refused_saying_what_is_wrong(tmp_path, cut, message):
+    """What the kernel refuses at load (xe_uc_fw.c: "Truncated firmware"), arcops refuses before
+    installing it: a header-only or cut blob, sizes that disagree, an empty file."""
+    blob = tmp_path / "bmg_guc_70.bin"
+    blob.write_bytes(cut(css_blob("70.60.0", payload=1024)))
+    with pytest.raises(FirmwareError) as e:
+        blob_version(blob)
+    assert str(e.value) == f"{blob}: {message}" or str(e.value).startswith(f"{blob}: {message}")
 
 
 @pytest.mark.parametrize("content", [b"", b"hello world" * 20, b"\x28\xb5\x2f\xfd" + b"\0" * 64])

@@ -36,13 +36,15 @@ RUNTIME = [  # (folder, package, version, architecture)
 
 
 def css_blob(version: str, payload: int = 4096) -> bytes:
-    """A GuC blob with a valid CSS header (see arcops.box.firmware)."""
+    """A GuC blob with a valid CSS header (see arcops.box.firmware): the header, PAYLOAD bytes of
+    code (size_dw counts header and code, as the kernel reads it), then a 256-byte RSA key."""
     major, minor, patch = (int(v) for v in version.split("."))
     header = bytearray(128)
-    struct.pack_into("<5I", header, 0, 6, 32 + 64 + 64 + 1, 0x10000, 0, 0x8086)
-    struct.pack_into("<3I", header, 28, 64, 64, 1)
+    header_dw = 32 + 64 + 64 + 1
+    struct.pack_into("<5I", header, 0, 6, header_dw, 0x10000, 0, 0x8086)
+    struct.pack_into("<4I", header, 24, header_dw + payload // 4, 64, 64, 1)
     struct.pack_into("<I", header, 64, (major << 16) | (minor << 8) | patch)
-    return bytes(header) + bytes(range(256)) * (payload // 256)
+    return bytes(header) + bytes(range(256)) * (payload // 256) + b"\x5a" * 256
 
 
 def gsc_huc_blob(version: str, build: int = 1627) -> bytes:

@@ -10,6 +10,7 @@ Distributions ship both as .bin or compressed .bin.zst; the version can be read 
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import struct
@@ -26,8 +27,10 @@ CPD_MARKER = 0x44504324  # "$CPD"
 CPD_ENTRY_SIZE = 24
 CPD_OFFSET_MASK = (1 << 25) - 1
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-# Enough for every header and manifest; decompression stops there.
+# Enough for every header and manifest, read at once; the rest is only counted.
 HEAD_BYTES = 64 * 1024
+# Past this a "blob" is no firmware (GuC and HuC are a few hundred kB): its size is not counted on.
+MAX_BLOB = 64 * 2**20
 
 
 class FirmwareError(ValueError):
@@ -47,17 +50,21 @@ class BlobVersion:
         return asdict(self)
 
 
-def _head(path: Path) -> bytes:
-    """The first HEAD_BYTES of the blob, decompressing zstd (zstd's CLI: Python 3.11 has no zstd)."""
+def _head(path: Path) -> tuple[bytes, int]:
+    """The first HEAD_BYTES of the blob and its whole size, decompressing zstd (zstd's CLI: Python
+    3.11 has no zstd; a blob is a few hundred kB, read through once)."""
     try:
         if path.exists() and not path.is_file():  # a FIFO would block the read
             raise FirmwareError(f"{path}: not a regular file")
         with path.open("rb") as f:
             raw = f.read(HEAD_BYTES)
+            size = os.fstat(f.fileno()).st_size
     except OSError as e:
         raise FirmwareError(f"{path}: cannot read: {e.strerror}") from e
+    if not raw:
+        raise FirmwareError(f"{path}: empty file, not a firmware blob")
     if not raw.startswith(ZSTD_MAGIC):
-        return raw
+        return raw, size
     zstd = shutil.which("zstd")
     if zstd is None:
         raise FirmwareError(f"{path}: is zstd-compressed and the zstd command is not installed")
@@ -65,22 +72,35 @@ def _head(path: Path) -> bytes:
     if proc.stdout is None:  # stdout=PIPE makes it; said for type checkers
         raise RuntimeError("no pipe from the child")
     data = proc.stdout.read(HEAD_BYTES)
+    size = len(data)
+    while chunk := proc.stdout.read(HEAD_BYTES):
+        size += len(chunk)
+        if size > MAX_BLOB:
+            break
     proc.stdout.close()
     _unused, err = proc.communicate()
-    # Closing the pipe early makes zstd fail with a broken pipe: only an empty read is an error.
-    if not data:
+    if not data or (proc.returncode != 0 and size <= MAX_BLOB):
         raise FirmwareError(f"{path}: zstd could not decompress it: {err.decode(errors='replace').strip()}")
-    return data
+    return data, size
 
 
-def _css_version(data: bytes) -> BlobVersion | None:
+def _css_version(data: bytes, size: int, path: Path) -> BlobVersion | None:
     if len(data) < CSS_HEADER_SIZE:
         return None
     header_size_dw, _unused, _unused, vendor = struct.unpack_from("<4I", data, 4)
-    key_dw, modulus_dw, exponent_dw = struct.unpack_from("<3I", data, 28)
+    size_dw, key_dw, modulus_dw, exponent_dw = struct.unpack_from("<4I", data, 24)
     # The kernel's own consistency check: the non-key part of the header is exactly 128 bytes.
     if vendor != INTEL_VENDOR or (header_size_dw - key_dw - modulus_dw - exponent_dw) * 4 != CSS_HEADER_SIZE:
         return None
+    # And its size check (xe_uc_fw.c): header, then the code (size_dw counts the header too), then
+    # the RSA key. A blob cut short, or whose fields disagree, is refused by the kernel at load.
+    if size_dw < header_size_dw:
+        raise FirmwareError(
+            f"{path}: the CSS header's sizes disagree (size_dw {size_dw} < header_size_dw {header_size_dw})"
+        )
+    wanted = CSS_HEADER_SIZE + (size_dw - header_size_dw) * 4 + key_dw * 4
+    if size < wanted:
+        raise FirmwareError(f"{path}: truncated: its CSS header says {wanted} bytes, the file holds {size}")
     (sw_version,) = struct.unpack_from("<I", data, 64)
     major, minor, patch = (sw_version >> 16) & 0xFF, (sw_version >> 8) & 0xFF, sw_version & 0xFF
     return BlobVersion("css", f"{major}.{minor}.{patch}", major, minor, patch)
@@ -111,8 +131,8 @@ def _gsc_version(data: bytes) -> BlobVersion | None:
 def blob_version(path: str | Path) -> BlobVersion:
     """The version in a GuC/HuC blob's header. Raises FirmwareError for anything else."""
     path = Path(path)
-    data = _head(path)
-    found = _css_version(data) or _gsc_version(data)
+    data, size = _head(path)
+    found = _css_version(data, size, path) or _gsc_version(data)
     if found is None:
         raise FirmwareError(f"{path}: not a GuC/HuC firmware blob (no Intel CSS header or HuC CPD manifest)")
     return found
