@@ -248,6 +248,25 @@ def _escaping_tarball(path: Path, kind: str) -> Path:
     return path
 
 
+def test_lock_refuses_a_tarball_with_a_link_loop(tmp_path, capsys):
+    import io
+
+    tb = tmp_path / "loop.tar.gz"
+    with tarfile.open(tb, "w:gz") as tar:
+        info = tarfile.TarInfo("bundle/VERSION")
+        info.size = 6
+        tar.addfile(info, io.BytesIO(b"26.18\n"))
+        for name, target in (("a", "b"), ("b", "a")):
+            link = tarfile.TarInfo(f"bundle/{name}")
+            link.type, link.linkname = tarfile.SYMTYPE, target
+            tar.addfile(link)
+    out = tmp_path / "lock.json"
+    assert main(["stack", "bundle", "lock", str(tb), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert re.fullmatch(rf"arcops: {re.escape(str(tb))}: member bundle/[ab] is a symbolic link loop", err)
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("kind", ["dotdot", "absolute", "symlink", "abs-symlink", "hardlink"])
 @pytest.mark.parametrize("filters", ["python", "by hand"])
 def test_lock_refuses_members_outside_the_bundle(tmp_path, monkeypatch, capsys, kind, filters):

@@ -12,6 +12,7 @@ firmware file's sha256, name and version. Anything that differs from it is refus
 
 from __future__ import annotations
 
+import errno
 import json
 import lzma
 import os
@@ -219,6 +220,23 @@ def _extract(tarball: Path, dest: Path) -> None:
         stream = tar.fileobj
         while stream is not None and stream.read(1 << 20):
             pass
+    _refuse_link_loops(tarball, dest)
+
+
+def _refuse_link_loops(tarball: Path, dest: Path) -> None:
+    """A symbolic link that never ends (a -> b -> a) is refused by name: a scan would not find
+    what it stands for, and a reader that follows it would fail later with less to say."""
+    for folder, dirs, files in os.walk(dest):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            if not os.path.islink(path):
+                continue
+            try:
+                os.path.realpath(path, strict=True)
+            except OSError as e:
+                if e.errno == errno.ELOOP:
+                    member = os.path.relpath(path, dest)
+                    raise BundleError(f"{tarball}: member {member} is a symbolic link loop") from None
 
 
 def _extract_members(tar: tarfile.TarFile, dest: Path, members: list[tarfile.TarInfo]) -> None:
