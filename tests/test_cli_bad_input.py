@@ -32,7 +32,7 @@ CASES = [
     (["box", "facts", "--bogus"], 2, "unrecognized arguments: --bogus (see arcops --help)"),
     (["box", "firmware-version", "{tmp}/bad.bin"], 2, "not a GuC/HuC firmware blob"),
     (["box", "firmware-version", "{tmp}/fifo"], 2, "fifo: not a regular file"),
-    (["box", "firmware-version", "{tmp}/empty"], 2, "not a GuC/HuC firmware blob"),
+    (["box", "firmware-version", "{tmp}/empty"], 2, "empty file, not a firmware blob"),
     (["box", "firmware-version", "{tmp}/nowhere.bin"], 2, "cannot read: No such file"),
     (["box", "guc-loaded", "--journal-file", "{tmp}/nowhere"], 2, "kernel log {tmp}/nowhere: cannot read"),
     (["box", "guc-loaded", "--journal-file", "{tmp}/fifo"], 2, "kernel log {tmp}/fifo: not a regular file"),
