@@ -122,17 +122,17 @@ def parse_line(line: str) -> Event | None:
 _PRINTK_TIME = re.compile(r"\[\s*\d+\.\d+\]\s*$")
 
 
+def _identifier(words: list[str]) -> str | None:
+    """The first of WORDS ending in a colon: a journal line's identifier ("kernel:", "myapp[42]:")."""
+    return next((word for word in words if word.endswith(":")), None)
+
+
 def _from_kernel(prefix: str) -> bool:
     """Whether the text before an xe message names the kernel as its source: no prefix or a printk
-    time (dmesg, -o cat), or a journal prefix whose identifier ("kernel:", the first word ending in
-    a colon) is the kernel's. A process's ("myapp[42]:", "logger:") or anything else is not."""
+    time (dmesg, -o cat), or a journal prefix whose identifier is "kernel:". A process's
+    ("myapp[42]:", "logger:") or anything else is not."""
     prefix = _PRINTK_TIME.sub("", prefix).strip()
-    if not prefix:
-        return True
-    for word in prefix.split():
-        if word.endswith(":"):
-            return word == "kernel:"
-    return False
+    return not prefix or _identifier(prefix.split()) == "kernel:"
 
 
 def _source_is_kernel(entry: str) -> bool:
@@ -142,10 +142,8 @@ def _source_is_kernel(entry: str) -> bool:
         return _from_kernel(entry[: m.start()])
     if entry.startswith("["):  # dmesg: the kernel's ring only
         return True
-    for word in entry.split(None, 6)[:6]:
-        if word.endswith(":"):
-            return word == "kernel:"
-    return True  # a bare message (-o cat of journalctl -k)
+    found = _identifier(entry.split(None, 6)[:6])
+    return found is None or found == "kernel:"  # none: a bare message (-o cat of journalctl -k)
 
 
 def _json_message(line: str) -> tuple[bool, str]:

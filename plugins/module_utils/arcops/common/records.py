@@ -118,7 +118,7 @@ def upgrade(stage: str, data: Any, where: object) -> dict:
         raise RecordError(
             f"{where}: written by a later arcops (record format {schema}; this one reads {SCHEMA})"
         )
-    if schema == 0 and "schema" not in data:
+    if "schema" not in data:
         if stage == "preflight" and isinstance(data.get("preflight"), dict):
             data = data["preflight"]
         elif stage in _DROPPED:

@@ -19,7 +19,6 @@ from ..common.settings_table import setting as _s
 PREFIX = "llama_cpp_sycl_server_"
 # The key goes to llama-server by file: argv is readable by every user of the box.
 KEY_FILE = "/etc/arcops/llama-server.key"
-UNIT = "arcops-llama-server.service"
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 SETTINGS = (

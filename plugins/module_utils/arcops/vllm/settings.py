@@ -12,7 +12,7 @@ Stdlib only: shipped as module_utils.
 
 from __future__ import annotations
 
-from ..common.settings_table import Setting, Table, bounds_text, in_bounds, role_default
+from ..common.settings_table import Setting, Table
 from ..common.settings_table import setting as _s
 
 PREFIX = "vllm_service_"
@@ -311,20 +311,3 @@ BY_NAME = TABLE.by_name
 DEFAULTS = TABLE.defaults
 REQUIRED = TABLE.required
 settings_from_role_vars = TABLE.from_role_vars
-where = TABLE.where
-# The shared words and checks of every table, read here by the renderer's older imports.
-__all__ = [
-    "BY_NAME",
-    "DEFAULTS",
-    "PREFIX",
-    "REQUIRED",
-    "SETTINGS",
-    "SPLITTING_OPS",
-    "TABLE",
-    "Setting",
-    "bounds_text",
-    "in_bounds",
-    "role_default",
-    "settings_from_role_vars",
-    "where",
-]
