@@ -56,6 +56,18 @@ FRAGMENTS = [
     "eval ",
     "sh -c ",
     "exec ",
+    "nice -n 5 ",
+    "timeout -k 5 10 ",
+    "env A=1 ",
+    "command ",
+    "busybox ",
+    "su root -c ",
+    "flock /run/l ",
+    "xargs ",
+    "case $1 in a) ",
+    " ;; esac",
+    '"$@"',
+    "r\\un-parts",
     "# comment ",
     "\\\n",
     "'",
@@ -70,6 +82,7 @@ scripts = st.lists(st.sampled_from(FRAGMENTS), max_size=40).map(lambda parts: "#
 @example("#!/bin/sh\nrun-parts /a /b <<")  # IndexError at end of input, once
 @example("#!/bin/sh\nrun-parts /a " + "$(" * 3000)  # RecursionError, once
 @example("#!/bin/bash\ncat <<<x && run-parts /a /b\n")  # refused as a here-document, once
+@example("#!/bin/sh\nx=$(case a in a) run-parts /a /b ;; esac)\n")  # a pattern's ")" ended $(...), once
 def test_rewrite_answers_with_a_result_or_a_syntax_error(script):
     try:
         new, changes = rewrite(script)

@@ -47,6 +47,8 @@ TOKEN = re.compile(
     r"(?P<blank>(?:[ \t]|\\\n)+(?:\#[^\n]*)?|\#[^\n]*)|(?P<newline>\n)"
     r"|(?P<op>" + "|".join(re.escape(o) for o in OPERATORS) + r")|(?P<word>" + SIMPLE_WORD.pattern + ")"
 )
+# Expansions that give one field per element even inside double quotes: "$@", "${@}", "${a[@]}".
+ALL_FIELDS = re.compile(r"\$@|\$\{@|\[@\]\}")
 # Expansions nested deeper than this are refused (no real maintainer script comes near it; the
 # limit keeps the recursive scan far from Python's recursion limit).
 MAX_NESTING = 100
@@ -82,6 +84,26 @@ class Substitution:
     end: int
 
 
+# A word's quoting, piece by piece: '...', "...", $'...', a backslash and the character after it.
+_QUOTING = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\$'((?:[^'\\]|\\.)*)'|\\(.)""", re.S)
+_IN_DOUBLE_QUOTES = re.compile(r"""\\([\\"$`\n])""")
+
+
+def unquoted(text: str) -> str:
+    """A word's value with its quoting removed; expansions stay as written (they are not
+    evaluated). Linear in the word."""
+
+    def piece(m: re.Match) -> str:
+        single, double, ansi, escaped = m.groups()
+        if double is not None:
+            return _IN_DOUBLE_QUOTES.sub(r"\1", double)
+        if escaped is not None:
+            return "" if escaped == "\n" else escaped
+        return single if single is not None else ansi
+
+    return _QUOTING.sub(piece, text) if any(c in text for c in "'\"\\") else text
+
+
 class LineIndex:
     """1-based line numbers of offsets in a text, by binary search (one pass to build)."""
 
@@ -100,6 +122,7 @@ class Command:
     start: int
     end: int
     line: int = 0  # 1-based line of its first word
+    nested: bool = False  # inside a command substitution $(...)
 
     def text(self, script: str) -> str:
         return script[self.start : self.end]

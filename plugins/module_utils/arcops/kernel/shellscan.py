@@ -5,6 +5,11 @@ comments, operators, redirections, line continuations and here-documents. It doe
 evaluate anything. Simple commands come out with their words, their span in the text, the
 redirections attached to them, and here-document bodies (which may themselves be scripts,
 e.g. a trigger file written with `cat <<EOF`).
+
+The commands inside $(...) are found in the same pass as the rest (a substitution is lexed
+once, as a script of its own, at whatever depth), so the cost stays linear in the text
+however deeply substitutions nest. Backquotes are the exception: their text is unescaped
+first, so a caller that needs their commands scans that text again.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 from .shell_syntax import (
+    ALL_FIELDS,
     ASSIGNMENT,
     MAX_NESTING,
     PLAIN,
@@ -74,7 +80,7 @@ class _HereDocs:
 
 
 class _Lexer(_HereDocs):
-    def __init__(self, text: str, needle: str | None = None) -> None:
+    def __init__(self, text: str, needle: re.Pattern | None = None) -> None:
         self.s = text
         self.needle = needle  # when given, self-contained lines without it are skipped
         self.i = 0
@@ -83,6 +89,8 @@ class _Lexer(_HereDocs):
         self.substitutions: list[Substitution] = []
         self._pending: list[HereDoc] = []
         self._depth = 0
+        self.frames: list[tuple[int, int, list[Token]]] = []  # each $(...): span, tokens; innermost first
+        self._in_frame = 0
 
     def _nest(self) -> None:
         self._depth += 1
@@ -96,19 +104,29 @@ class _Lexer(_HereDocs):
     def _skip_line(self) -> None:
         """Past a line that cannot matter: self-contained and without the needle."""
         m = SELF_CONTAINED_LINE.match(self.s, self.i)
-        if m and self.needle not in m.group():
+        if m and not self.needle.search(m.group()):
             self.i = m.end()
 
     def run(self) -> list[Token]:
+        self._tokens()
+        if self._pending:
+            raise self.error(f"here-document '{self._pending[0].delimiter}' has no body")
+        return self.tokens
+
+    def _tokens(self) -> None:
+        """Tokens up to the end of the text or, inside $(...), up to its closing parenthesis
+        (self.i is left on it). Parentheses of subshells and case patterns do not close it."""
         s, n, tokens = self.s, len(self.s), self.tokens
-        if self.needle:
+        parens, cases, case_word, at_start = 0, 0, False, True
+        if self.needle and not self._in_frame:
             self._skip_line()
         while self.i < n:
             m = TOKEN.match(s, self.i)
             kind = m.lastgroup if m else None
             if kind == "blank":
                 self.i = m.end()
-            elif kind == "word":
+                continue
+            if kind == "word":
                 end = m.end()
                 token = Token("word", m.group(), self.i, end)
                 token.io_number = token.text.isdigit() and end < n and s[end] in "<>"
@@ -119,19 +137,35 @@ class _Lexer(_HereDocs):
                 self.i += 1
                 if self._pending:
                     self._read_heredoc_bodies()
-                if self.needle:
+                if self.needle and not self._in_frame:
                     self._skip_line()
+                at_start = True
+                continue
             elif kind == "op":
                 op = m.group()
+                if op == ")" and self._in_frame and parens == 0 and cases == 0:
+                    return
+                parens += (op == "(") - (op == ")" and parens > 0)  # else a case pattern's ")"
                 tokens.append(Token("op", op, self.i, self.i + len(op)))
                 self.i += len(op)
                 if op in ("<<", "<<-"):
                     self._heredoc_delimiter(op == "<<-")
+                at_start = op not in REDIRECTS
+                continue
             else:  # a word with expansions, escapes or globs
                 self._word()
-        if self._pending:
-            raise self.error(f"here-document '{self._pending[0].delimiter}' has no body")
-        return tokens
+            # case ... in ... esac: a pattern's ")" inside $(...) is not the substitution's end.
+            word = tokens[-1].text
+            if self._in_frame and word in ("case", "in", "esac"):
+                if word == "case" and at_start:
+                    case_word = True
+                elif word == "in" and case_word:
+                    cases, case_word = cases + 1, False
+                elif word == "esac" and at_start and cases:
+                    cases -= 1
+            at_start = word in RESERVED
+        if self._in_frame:
+            raise self.error("unterminated $(...)")
 
     def _word(self) -> Token:
         s, start, splits = self.s, self.i, False
@@ -163,7 +197,9 @@ class _Lexer(_HereDocs):
                 self.i += 1
         if self.i == start:
             raise self.error(f"unexpected {s[self.i]!r}")
-        token = Token("word", s[start : self.i], start, self.i, splits)
+        text = s[start : self.i]
+        splits = splits or bool(ALL_FIELDS.search(text))  # "$@", "${a[@]}": quoted, still many fields
+        token = Token("word", text, start, self.i, splits)
         token.io_number = token.text.isdigit() and self.i < len(s) and s[self.i] in "<>"
         self.tokens.append(token)
         return token
@@ -207,16 +243,29 @@ class _Lexer(_HereDocs):
                 self.i = start
                 raise self.error("unterminated $'...' quote")
             self.i += 1
+        elif s.startswith("$(", self.i) and not s.startswith("$((", self.i):
+            self._command_substitution()
         elif s.startswith("$(", self.i) or s.startswith("${", self.i):
             self._nest()
-            inner = self.i + 2
-            command = s.startswith("$(", self.i) and not s.startswith("$((", self.i)
             self._balanced(s[self.i + 1], ")" if s[self.i + 1] == "(" else "}")
-            if command:
-                self.substitutions.append(Substitution("$(", inner, self.i - 1))
             self._depth -= 1
         else:
             self.i += 1  # $name, $1, $*, $? ...: the rest is scanned as ordinary word text
+
+    def _command_substitution(self) -> None:
+        """$(...): its text is lexed here as a script of its own, its tokens kept as a frame."""
+        self._nest()
+        self.i += 2
+        inner, outer = self.i, self.tokens
+        self.tokens = []
+        self._in_frame += 1
+        self._tokens()
+        self._in_frame -= 1
+        self.frames.append((inner, self.i, self.tokens))
+        self.tokens = outer
+        self.substitutions.append(Substitution("$(", inner, self.i))
+        self.i += 1  # past ")"
+        self._depth -= 1
 
     def _balanced(self, open_: str, close: str) -> None:
         s, depth = self.s, 0
@@ -251,7 +300,7 @@ class _Lexer(_HereDocs):
 
 @dataclass
 class Scan:
-    commands: list[Command]  # every simple command (not those of here-doc bodies or substitutions)
+    commands: list[Command]  # every simple command, those inside $(...) too (nested), in text order
     heredocs: list[HereDoc]
     substitutions: list[Substitution]
     lines: LineIndex
@@ -263,13 +312,24 @@ def commands(script: str) -> tuple[list[Command], list[HereDoc]]:
     return found.commands, found.heredocs
 
 
-def scan(script: str, needle: str | None = None) -> Scan:
-    """The script's simple commands, here-documents and command substitutions. With a needle,
-    commands on lines that are self-contained and do not contain it are left out (the scan of
-    a long script then costs little more than one regex pass over it)."""
+def scan(script: str, needle: re.Pattern | None = None) -> Scan:
+    """The script's simple commands, here-documents and command substitutions. With a needle (a
+    pattern), top-level commands on lines that are self-contained and do not match it are left out
+    (the scan of a long script then costs little more than one regex pass over it)."""
     lexer = _Lexer(script, needle)
     tokens = lexer.run()
     lines = LineIndex(script)
+    found = _commands(tokens, script, lines, nested=False)
+    for start, end, frame in lexer.frames:
+        if needle is None or needle.search(script, start, end):
+            found += _commands(frame, script, lines, nested=True)
+    if lexer.frames:
+        found.sort(key=lambda c: c.start)
+    return Scan(found, lexer.heredocs, lexer.substitutions, lines)
+
+
+def _commands(tokens: list[Token], script: str, lines: LineIndex, nested: bool) -> list[Command]:
+    """The simple commands one token stream holds (a script's, or one $(...)'s)."""
     found: list[Command] = []
     current: Command | None = None
     at_start = True
@@ -277,8 +337,9 @@ def scan(script: str, needle: str | None = None) -> Scan:
 
     def close() -> None:
         nonlocal current
-        if current is not None and current.words:
+        if current is not None and (current.words or current.assignments):
             current.line = lines.line(current.start)
+            current.nested = nested
             found.append(current)
         current = None
 
@@ -296,7 +357,9 @@ def scan(script: str, needle: str | None = None) -> Scan:
             op = tokens[k]
             target = tokens[k + 1] if k + 1 < len(tokens) and tokens[k + 1].kind == "word" else None
             if target is None:
-                raise ShellSyntaxError(f"redirection {op.text!r} without a target")
+                raise ShellSyntaxError(
+                    f"line {lines.line(op.start)}: redirection {op.text!r} without a target"
+                )
             if current is None:  # a redirection may come first: ">/dev/null run-parts ..."
                 current = Command([], [], [], tokens[first].start, target.end)
             current.redirects.append(script[tokens[first].start : target.end])
@@ -321,4 +384,4 @@ def scan(script: str, needle: str | None = None) -> Scan:
         at_start = False
         k += 1
     close()
-    return Scan(found, lexer.heredocs, lexer.substitutions, lines)
+    return found
