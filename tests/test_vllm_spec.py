@@ -74,7 +74,13 @@ def test_the_defaults_are_least_privilege():
     assert out["env"] == wide["env"] and out["mounts"] == wide["mounts"]
     one = spec(tensor_parallel_size=1, residency_filter=False)
     assert one["devices"] == ["/dev/dri/renderD128:/dev/dri/renderD128"]
-    assert spec(devices=["/dev/dri/renderD130"])["devices"] == ["/dev/dri/renderD130"]
+    assert spec(devices=["/dev/dri/renderD130"], tensor_parallel_size=1)["devices"] == ["/dev/dri/renderD130"]
+    with pytest.raises(SpecError) as e:
+        render({**BASE, "devices": ["/dev/dri/renderD130"]}, 64, None)
+    assert e.value.problems == [
+        "tensor_parallel_size 2 needs 2 GPUs' render nodes; devices give 1: add their /dev/dri/renderD* "
+        "nodes or lower tensor_parallel_size"
+    ]
     with pytest.raises(SpecError) as e:
         render(BASE, 64, ["/dev/dri/renderD128"])
     assert e.value.problems == [

@@ -133,6 +133,39 @@ def test_capture_size_errors_name_the_right_list(changes, message):
             "perms of r, w, m: write it like /dev/dri:/dev/dri",
         ),
         (
+            {"devices": ["/dev/sda:/dev/dri/renderD128", "/dev/dri/renderD129"]},
+            64,
+            "devices entry '/dev/sda:/dev/dri/renderD128' maps the host's /dev/sda, not a plain path under "
+            "/dev/dri: give GPU nodes (/dev/null may stand in for one where there is no GPU)",
+        ),
+        (
+            {"devices": ["/dev/dri/../mem:/dev/dri/renderD128"]},
+            64,
+            "devices entry '/dev/dri/../mem:/dev/dri/renderD128' maps the host's /dev/dri/../mem, not a "
+            "plain path under /dev/dri: give GPU nodes (/dev/null may stand in for one where there is "
+            "no GPU)",
+        ),
+        (
+            {"devices": ["/dev/dri/renderD128:/dev/kmsg"]},
+            64,
+            "devices entry '/dev/dri/renderD128:/dev/kmsg' maps onto /dev/kmsg, not a plain path under "
+            "/dev/dri: the container gets GPU nodes only",
+        ),
+        (
+            {"devices": ["/dev/dri-evil"]},
+            64,
+            "devices entry '/dev/dri-evil' maps onto /dev/dri-evil, not a plain path under /dev/dri: the "
+            "container gets GPU nodes only",
+        ),
+        ({"max_model_len": 10**12}, 64, "max_model_len 1000000000000 must be from 1 to 16777216 (tokens)"),
+        ({"max_num_seqs": 10**9}, 64, "max_num_seqs 1000000000 must be from 1 to 65536"),
+        ({"block_size": 4096}, 64, "block_size 4096 must be from 1 to 1024"),
+        (
+            {"ccl_simple_threshold": -1},
+            64,
+            "ccl_simple_threshold -1 must be from 0 to 1099511627776 (bytes)",
+        ),
+        (
             {"gpu_memory_utilization": 1.2},
             64,
             "gpu_memory_utilization 1.2 must be from 0.05 to 1 (a fraction of VRAM, e.g. 0.95)",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 _TYPE_TEXT = {
@@ -31,9 +32,20 @@ _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
+class Shape:
+    """What a text value (or each item of a list) must look like beyond its type: TEXT states it
+    in the argument specs; PROBLEM says what is wrong with one value ("is absolute: ..."), or
+    None. Messages put the setting's name and the value before it."""
+
+    text: str
+    problem: Callable[[str], str | None]
+
+
+@dataclass(frozen=True)
 class Setting:
     """One setting. kind: one of _TYPE_TEXT's (secret: only its truthiness reaches the renderer).
-    low/high bound a number (inclusive); hint says what the number is, after a range problem;
+    low/high bound a number (inclusive); shape: what a text (each item of a list) must look
+    like; hint says what the number is, after a range problem;
     no_log hides the values (they may be secrets) wherever Ansible would show them. flag: the
     program's flag the value goes to (a bool: the flag alone, when true); env: the variable it
     sets. required: the role's empty string means "not set" (the renderer says when it must be).
@@ -54,6 +66,7 @@ class Setting:
     env: str = ""
     choices: tuple[str, ...] = ()
     role_default: object = None
+    shape: Shape | None = None
 
 
 def setting(name: str, kind: str, default: object, *doc: str, **more: object) -> Setting:
@@ -183,6 +196,10 @@ class Table:
             return f"{label} holds a control character or text that is not UTF-8: one plain line each"
         if s.kind == "path" and not v.startswith("/"):  # type: ignore[union-attr]
             return f"{label} '{v}' is not an absolute path: give the full host path"
+        for text in texts if s.shape else ():
+            problem = s.shape.problem(text)  # type: ignore[union-attr]
+            if problem:
+                return f"{label}{' entry' if s.kind == 'str_list' else ''} '{text}' {problem}"
         return None
 
     def typed(self, values: object, problems: list[str]) -> tuple[dict, set[str]]:

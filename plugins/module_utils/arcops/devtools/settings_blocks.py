@@ -95,7 +95,7 @@ def _doc(table: Table, s: Any) -> str:
     bounds = bounds_text(s)
     each = "Each item " if s.kind == "number_list" and bounds else ""
     bounds = f"{each}{bounds}." if each else (f"{bounds[0].upper()}{bounds[1:]}." if bounds else "")
-    parts = [*s.doc, bounds, table.table.where(s)]
+    parts = [*s.doc, bounds, s.shape.text if s.shape else "", table.table.where(s)]
     return " ".join(p for p in parts if p)
 
 

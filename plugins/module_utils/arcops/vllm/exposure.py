@@ -14,6 +14,7 @@ puts a proxy that checks the key on every route in front, and keeps vLLM on loop
 from __future__ import annotations
 
 from ..common.secrets import secret_flag
+from . import shapes
 
 # Routes vLLM serves without the key (the real server's behaviour, checked by the tests); the
 # first one generates text.
@@ -60,6 +61,17 @@ def devices_for(render_nodes: list[str] | None, count: int) -> tuple[list[str], 
             f"{len(render_nodes)} ({', '.join(render_nodes) or 'none'})"
         )
     return [f"{node}:{node}" for node in render_nodes[:count]], None
+
+
+def devices_problem(devices: list[str], count: int) -> list[str]:
+    """Given devices that name render nodes one by one must give at least COUNT of them."""
+    given = shapes.render_nodes_given(devices)
+    if given is None or given >= count:
+        return []
+    return [
+        f"tensor_parallel_size {count} needs {count} GPUs' render nodes; devices give {given}: "
+        f"add their /dev/dri/renderD* nodes or lower tensor_parallel_size"
+    ]
 
 
 def box_render_nodes(gpus: list[dict]) -> list[str]:

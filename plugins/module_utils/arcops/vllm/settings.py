@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ..common.settings_table import Setting, Table
 from ..common.settings_table import setting as _s
+from .shapes import CONTAINER_NAME, DEVICE, MODEL_PATH
 
 PREFIX = "vllm_service_"
 
@@ -51,7 +52,7 @@ SETTINGS: tuple[Setting, ...] = (
         required=True,
         role_default="intel/llm-scaler-vllm:0.26.0-b2",
     ),
-    _s("container_name", "str", "vllm", "Container name."),
+    _s("container_name", "str", "vllm", "Container name.", shape=CONTAINER_NAME),
     _s(
         "profile",
         "str",
@@ -74,6 +75,7 @@ SETTINGS: tuple[Setting, ...] = (
         None,
         "The model's sub-folder of vllm_service_model_dir.",
         required=True,
+        shape=MODEL_PATH,
         role_default="",
     ),
     _s(
@@ -97,6 +99,7 @@ SETTINGS: tuple[Setting, ...] = (
         [],
         "Device mappings host[:container[:perms]]. Empty: the render nodes of the first "
         "tensor_parallel_size Arc GPUs on xe, read on the box (least privilege, docs/security.md).",
+        shape=DEVICE,
     ),
     _s("mount_dri_by_path", "bool", True, "Mount /dev/dri/by-path read-only."),
     _s(
@@ -140,8 +143,26 @@ SETTINGS: tuple[Setting, ...] = (
         "Allow a non-loopback listen address although vLLM checks the key on /v1/* only (its "
         "/invocations, /tokenize, /metrics, ... answer anybody who reaches the port).",
     ),
-    _s("tensor_parallel_size", "int", 2, "The GPUs one model is split over.", low=1, high=64, flag="-tp"),
-    _s("max_model_len", "int", 262144, "Context length.", nullable=True, low=1, flag="--max-model-len"),
+    _s(
+        "tensor_parallel_size",
+        "int",
+        2,
+        "The GPUs one model is split over; no more than the render nodes devices give (or the box has).",
+        low=1,
+        high=64,
+        flag="-tp",
+    ),
+    _s(
+        "max_model_len",
+        "int",
+        262144,
+        "Context length.",
+        nullable=True,
+        low=1,
+        high=16777216,
+        hint="tokens",
+        flag="--max-model-len",
+    ),
     _s(
         "allow_long_max_model_len",
         "bool",
@@ -159,9 +180,29 @@ SETTINGS: tuple[Setting, ...] = (
         nullable=True,
         flag="--max-num-batched-tokens",
         low=1,
+        high=16777216,
+        hint="tokens",
     ),
-    _s("block_size", "int", 64, "KV cache block size in tokens.", nullable=True, low=1, flag="--block-size"),
-    _s("max_num_seqs", "int", 8, "Sequences served at once.", nullable=True, low=1, flag="--max-num-seqs"),
+    _s(
+        "block_size",
+        "int",
+        64,
+        "KV cache block size in tokens.",
+        nullable=True,
+        low=1,
+        high=1024,
+        flag="--block-size",
+    ),
+    _s(
+        "max_num_seqs",
+        "int",
+        8,
+        "Sequences served at once.",
+        nullable=True,
+        low=1,
+        high=65536,
+        flag="--max-num-seqs",
+    ),
     _s(
         "enable_prefix_caching",
         "bool",
@@ -242,6 +283,8 @@ SETTINGS: tuple[Setting, ...] = (
         "(null leaves oneCCL's).",
         nullable=True,
         low=0,
+        high=1099511627776,
+        hint="bytes",
     ),
     _s(
         "residency_filter",

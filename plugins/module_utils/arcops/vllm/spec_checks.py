@@ -14,7 +14,7 @@ import re
 
 from ..box import ram_rule
 from ..common.settings_table import clean_text
-from . import exposure, residency_shim
+from . import exposure, residency_shim, shapes
 from .settings import BY_NAME, SETTINGS, TABLE
 
 PROFILES = BY_NAME["profile"].choices
@@ -52,7 +52,6 @@ MANAGED_FLAGS = {
     "--model": "model",
 }
 _IPC = ("host", "private", "shareable", "none")
-_NAME_RE = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]+")
 _TAG_RE = re.compile(r"\w[\w.-]{0,127}")
 _SHM_RE = re.compile(r"[1-9][0-9]{0,15}(?:b|[kmgt]b?)?", re.IGNORECASE)
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -88,43 +87,11 @@ def check_image(image: str, problems: list[str]) -> None:
         problems.append(f"image '{image}' is not repo:tag: write it like intel/llm-scaler-vllm:0.26.0-b2")
 
 
-def check_paths(s: dict, problems: list[str]) -> None:
-    model = s["model"]
-    if model is not None:
-        parts = model.split("/")
-        if model.startswith("/"):
-            problems.append(
-                f"model '{model}' is absolute: give its path under model_dir (mounted at /models)"
-            )
-        elif ".." in parts or "" in parts or "." in parts:
-            problems.append(
-                f"model '{model}' must be a plain path under model_dir, without '..', '.' or '//'"
-            )
-    for dev in s["devices"]:
-        parts = dev.split(":")
-        perms = parts[2] if len(parts) == 3 else "rwm"
-        if (
-            len(parts) > 3
-            or not all(p.startswith("/") for p in parts[:2])
-            or not perms
-            or set(perms) - set("rwm")
-        ):
-            problems.append(
-                f"devices entry '{dev}' is not host[:container[:perms]] with absolute paths and perms "
-                "of r, w, m: write it like /dev/dri:/dev/dri"
-            )
-
-
 def check_service(s: dict, bad: set[str], problems: list[str]) -> str:
     """Container and network settings; returns the host IP to publish on."""
-    if not _NAME_RE.fullmatch(s["container_name"]):
-        problems.append(
-            f"container_name '{s['container_name']}' is not a container name: "
-            "use letters, digits, '_', '.', '-' (2 characters or more)"
-        )
     ipc = s["ipc"]
     if ipc not in _IPC and not (
-        ipc.startswith("container:") and _NAME_RE.fullmatch(ipc[len("container:") :])
+        ipc.startswith("container:") and not shapes.CONTAINER_NAME.problem(ipc[len("container:") :])
     ):
         problems.append(
             f"ipc '{ipc}' is not a docker IPC mode: use host (as measured, docs/field-knowledge.md)"

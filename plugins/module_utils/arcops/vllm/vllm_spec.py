@@ -159,7 +159,6 @@ def render(settings: dict, host_mem_total_gib: float | None, render_nodes: list[
             )
     if s["image"] is not None:
         spec_checks.check_image(s["image"], problems)
-    spec_checks.check_paths(s, problems)
     host_ip = spec_checks.check_service(s, bad, problems)
     spec_checks.check_engine(s, problems)
     sizes = spec_checks.check_profile(s, problems)
@@ -169,6 +168,8 @@ def render(settings: dict, host_mem_total_gib: float | None, render_nodes: list[
     if not devices and "tensor_parallel_size" not in bad:
         devices, problem = exposure.devices_for(render_nodes, s["tensor_parallel_size"])
         problems += [problem] if problem else []
+    elif "devices" not in bad and "tensor_parallel_size" not in bad:
+        problems += exposure.devices_problem(devices, s["tensor_parallel_size"])
     if problems:
         raise SpecError(problems)
 
