@@ -55,12 +55,13 @@ class SysRoot:
         return self.path(SIMULATED_MARKER).is_file()
 
 
-_DECIMAL = re.compile(r"-?[0-9]+")
-_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+# 20 digits hold any 64-bit value; longer is not a sysfs number (and would not be finite as a float).
+_DECIMAL = re.compile(r"-?[0-9]{1,20}")
+_NUMBER = re.compile(r"[0-9]{1,20}(?:\.[0-9]{1,20})?")
 
 
 def parse_int(text: str | None) -> int | None:
-    """A sysfs integer in ASCII digits, else None ('1.5', '²' and '' are not integers)."""
+    """A sysfs integer in ASCII digits, else None ('1.5', '²', '' and 21 digits are not integers)."""
     return int(text) if text is not None and _DECIMAL.fullmatch(text) else None
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..box import xe_events
 from ..common.inputs import InputError
+from ..common.numbers import MAX_RATE, count, from_text, number
 from ..common.records import read_published
 from ..common.report import print_table
 from ..stages.status import read_start_report
@@ -85,9 +86,12 @@ def bench_figure(verify: dict) -> str | None:
     for name, target in sorted(_dict(verify.get("targets")).items()):
         decode = _dict(_dict(_dict(target).get("bench")).get("decode"))
         try:
-            fewest = min(decode, key=int)
-            parts.append(f"{name} {float(decode[fewest]):g} tok/s @{int(fewest)}")
-        except (TypeError, ValueError):  # no figures, or not numbers: nothing to show
+            streams = {
+                count(from_text(str(k), "streams", whole=True), "streams", 1): v for k, v in decode.items()
+            }
+            fewest = min(streams)
+            parts.append(f"{name} {number(streams[fewest], 'tok/s', 0, MAX_RATE):g} tok/s @{fewest}")
+        except ValueError:  # no figures, or not numbers that make sense: nothing to show
             continue
     return ", ".join(parts) or None
 

@@ -143,3 +143,62 @@ class Token:
 SELF_CONTAINED_LINE = re.compile(
     r"""(?:[^'"`\\$<\n]|\$(?![({'])|<(?!<)|'[^'\n]*'|"(?:[^"\\`$\n]|\$(?![({]))*")*(?=\n|\Z)"""
 )
+
+
+def commands_of(tokens: list[Token], script: str, lines: LineIndex, nested: bool) -> list[Command]:
+    """The simple commands one token stream holds (a script's, or one $(...)'s)."""
+    found: list[Command] = []
+    current: Command | None = None
+    at_start = True
+    k = 0
+
+    def close() -> None:
+        nonlocal current
+        if current is not None and (current.words or current.assignments):
+            current.line = lines.line(current.start)
+            current.nested = nested
+            found.append(current)
+        current = None
+
+    while k < len(tokens):
+        t = tokens[k]
+        if t.kind == "newline" or (t.kind == "op" and t.text not in REDIRECTS):
+            close()
+            at_start = True
+            k += 1
+            continue
+        if t.kind == "op" or t.io_number:  # a redirection: operator (after an IO number) + target
+            first = k
+            if t.io_number:
+                k += 1
+            op = tokens[k]
+            target = tokens[k + 1] if k + 1 < len(tokens) and tokens[k + 1].kind == "word" else None
+            if target is None:
+                raise ShellSyntaxError(
+                    f"line {lines.line(op.start)}: redirection {op.text!r} without a target"
+                )
+            if current is None:  # a redirection may come first: ">/dev/null run-parts ..."
+                current = Command([], [], [], tokens[first].start, target.end)
+            current.redirects.append(script[tokens[first].start : target.end])
+            current.end = target.end
+            k += 2
+            continue
+        word = Word(t.text, t.start, t.end, t.splits)
+        if at_start and t.text in RESERVED:
+            k += 1
+            continue
+        if at_start and ASSIGNMENT.match(t.text):
+            if current is None:
+                current = Command([], [], [], t.start, t.end)
+            current.assignments.append(word)
+            current.end = t.end
+            k += 1
+            continue
+        if current is None:
+            current = Command([], [], [], t.start, t.end)
+        current.words.append(word)
+        current.end = t.end
+        at_start = False
+        k += 1
+    close()
+    return found

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 from .shell_syntax import (
     ALL_FIELDS,
-    ASSIGNMENT,
     MAX_NESTING,
     PLAIN,
     REDIRECTS,
@@ -34,6 +33,7 @@ from .shell_syntax import (
     Substitution,
     Token,
     Word,
+    commands_of,
 )
 
 # What debrepack and runparts_split take from here, wherever it is declared.
@@ -79,7 +79,125 @@ class _HereDocs:
         self._pending = []
 
 
-class _Lexer(_HereDocs):
+class _Expansions:
+    """Quotes and expansions for _Lexer (a mixin): "...", $'...', `...`, ${...}, $((...)) and
+    $(...), whose text is lexed as a script of its own by _Lexer._tokens."""
+
+    s: str
+    i: int
+    tokens: list[Token]
+    frames: list[tuple[int, int, list[Token]]]
+    substitutions: list[Substitution]
+    _depth: int
+    _in_frame: int
+
+    def _nest(self) -> None:
+        self._depth += 1
+        if self._depth > MAX_NESTING:
+            raise self.error(f"quotes and expansions nested more than {MAX_NESTING} deep")
+
+    def error(self, what: str) -> ShellSyntaxError:
+        line = self.s.count("\n", 0, min(self.i, len(self.s))) + 1
+        return ShellSyntaxError(f"line {line}: {what}")
+
+    def _tokens(self) -> None:
+        raise NotImplementedError
+
+    def _double_quoted(self) -> None:
+        s, start = self.s, self.i
+        self._nest()
+        self.i += 1
+        while self.i < len(s):
+            c = s[self.i]
+            if c == "\\":
+                self.i += 2
+            elif c == '"':
+                self.i += 1
+                self._depth -= 1
+                return
+            elif c in "$`":
+                self._expansion()
+            else:
+                self.i += 1
+        self.i = start  # report the line the quote opens on
+        raise self.error("unterminated double quote")
+
+    def _expansion(self) -> None:
+        s = self.s
+        if s[self.i] == "`":
+            self.i += 1
+            inner = self.i
+            while self.i < len(s) and s[self.i] != "`":
+                self.i += 2 if s[self.i] == "\\" else 1
+            if self.i >= len(s):
+                raise self.error("unterminated backquote")
+            self.substitutions.append(Substitution("`", inner, self.i))
+            self.i += 1
+        elif s.startswith("$'", self.i):  # bash's $'...': backslash escapes, \' included
+            start = self.i
+            self.i += 2
+            while self.i < len(s) and s[self.i] != "'":
+                self.i += 2 if s[self.i] == "\\" else 1
+            if self.i >= len(s):
+                self.i = start
+                raise self.error("unterminated $'...' quote")
+            self.i += 1
+        elif s.startswith("$(", self.i) and not s.startswith("$((", self.i):
+            self._command_substitution()
+        elif s.startswith("$(", self.i) or s.startswith("${", self.i):
+            self._nest()
+            self._balanced(s[self.i + 1], ")" if s[self.i + 1] == "(" else "}")
+            self._depth -= 1
+        else:
+            self.i += 1  # $name, $1, $*, $? ...: the rest is scanned as ordinary word text
+
+    def _command_substitution(self) -> None:
+        """$(...): its text is lexed here as a script of its own, its tokens kept as a frame."""
+        self._nest()
+        self.i += 2
+        inner, outer = self.i, self.tokens
+        self.tokens = []
+        self._in_frame += 1
+        self._tokens()
+        self._in_frame -= 1
+        self.frames.append((inner, self.i, self.tokens))
+        self.tokens = outer
+        self.substitutions.append(Substitution("$(", inner, self.i))
+        self.i += 1  # past ")"
+        self._depth -= 1
+
+    def _balanced(self, open_: str, close: str) -> None:
+        s, depth = self.s, 0
+        self.i += 1  # at the opening bracket
+        while self.i < len(s):
+            c = s[self.i]
+            if c == "\\":
+                self.i += 2
+                continue
+            if c == "'" and open_ == "(":
+                end = s.find("'", self.i + 1)
+                if end < 0:
+                    raise self.error("unterminated single quote")
+                self.i = end + 1
+                continue
+            if c == '"':
+                self._double_quoted()
+                continue
+            if c == "`" or (c == "$" and s[self.i + 1 : self.i + 2] in ("(", "{", "'")):
+                self._expansion()
+                continue
+            if c == open_:
+                depth += 1
+            elif c == close:
+                depth -= 1
+                if depth == 0:
+                    self.i += 1
+                    return
+            self.i += 1
+        raise self.error(f"unbalanced {open_}")
+
+
+class _Lexer(_HereDocs, _Expansions):
     def __init__(self, text: str, needle: re.Pattern | None = None) -> None:
         self.s = text
         self.needle = needle  # when given, self-contained lines without it are skipped
@@ -91,15 +209,6 @@ class _Lexer(_HereDocs):
         self._depth = 0
         self.frames: list[tuple[int, int, list[Token]]] = []  # each $(...): span, tokens; innermost first
         self._in_frame = 0
-
-    def _nest(self) -> None:
-        self._depth += 1
-        if self._depth > MAX_NESTING:
-            raise self.error(f"quotes and expansions nested more than {MAX_NESTING} deep")
-
-    def error(self, what: str) -> ShellSyntaxError:
-        line = self.s.count("\n", 0, min(self.i, len(self.s))) + 1
-        return ShellSyntaxError(f"line {line}: {what}")
 
     def _skip_line(self) -> None:
         """Past a line that cannot matter: self-contained and without the needle."""
@@ -204,99 +313,6 @@ class _Lexer(_HereDocs):
         self.tokens.append(token)
         return token
 
-    def _double_quoted(self) -> None:
-        s, start = self.s, self.i
-        self._nest()
-        self.i += 1
-        while self.i < len(s):
-            c = s[self.i]
-            if c == "\\":
-                self.i += 2
-            elif c == '"':
-                self.i += 1
-                self._depth -= 1
-                return
-            elif c in "$`":
-                self._expansion()
-            else:
-                self.i += 1
-        self.i = start  # report the line the quote opens on
-        raise self.error("unterminated double quote")
-
-    def _expansion(self) -> None:
-        s = self.s
-        if s[self.i] == "`":
-            self.i += 1
-            inner = self.i
-            while self.i < len(s) and s[self.i] != "`":
-                self.i += 2 if s[self.i] == "\\" else 1
-            if self.i >= len(s):
-                raise self.error("unterminated backquote")
-            self.substitutions.append(Substitution("`", inner, self.i))
-            self.i += 1
-        elif s.startswith("$'", self.i):  # bash's $'...': backslash escapes, \' included
-            start = self.i
-            self.i += 2
-            while self.i < len(s) and s[self.i] != "'":
-                self.i += 2 if s[self.i] == "\\" else 1
-            if self.i >= len(s):
-                self.i = start
-                raise self.error("unterminated $'...' quote")
-            self.i += 1
-        elif s.startswith("$(", self.i) and not s.startswith("$((", self.i):
-            self._command_substitution()
-        elif s.startswith("$(", self.i) or s.startswith("${", self.i):
-            self._nest()
-            self._balanced(s[self.i + 1], ")" if s[self.i + 1] == "(" else "}")
-            self._depth -= 1
-        else:
-            self.i += 1  # $name, $1, $*, $? ...: the rest is scanned as ordinary word text
-
-    def _command_substitution(self) -> None:
-        """$(...): its text is lexed here as a script of its own, its tokens kept as a frame."""
-        self._nest()
-        self.i += 2
-        inner, outer = self.i, self.tokens
-        self.tokens = []
-        self._in_frame += 1
-        self._tokens()
-        self._in_frame -= 1
-        self.frames.append((inner, self.i, self.tokens))
-        self.tokens = outer
-        self.substitutions.append(Substitution("$(", inner, self.i))
-        self.i += 1  # past ")"
-        self._depth -= 1
-
-    def _balanced(self, open_: str, close: str) -> None:
-        s, depth = self.s, 0
-        self.i += 1  # at the opening bracket
-        while self.i < len(s):
-            c = s[self.i]
-            if c == "\\":
-                self.i += 2
-                continue
-            if c == "'" and open_ == "(":
-                end = s.find("'", self.i + 1)
-                if end < 0:
-                    raise self.error("unterminated single quote")
-                self.i = end + 1
-                continue
-            if c == '"':
-                self._double_quoted()
-                continue
-            if c == "`" or (c == "$" and s[self.i + 1 : self.i + 2] in ("(", "{", "'")):
-                self._expansion()
-                continue
-            if c == open_:
-                depth += 1
-            elif c == close:
-                depth -= 1
-                if depth == 0:
-                    self.i += 1
-                    return
-            self.i += 1
-        raise self.error(f"unbalanced {open_}")
-
 
 @dataclass
 class Scan:
@@ -319,69 +335,10 @@ def scan(script: str, needle: re.Pattern | None = None) -> Scan:
     lexer = _Lexer(script, needle)
     tokens = lexer.run()
     lines = LineIndex(script)
-    found = _commands(tokens, script, lines, nested=False)
+    found = commands_of(tokens, script, lines, nested=False)
     for start, end, frame in lexer.frames:
         if needle is None or needle.search(script, start, end):
-            found += _commands(frame, script, lines, nested=True)
+            found += commands_of(frame, script, lines, nested=True)
     if lexer.frames:
         found.sort(key=lambda c: c.start)
     return Scan(found, lexer.heredocs, lexer.substitutions, lines)
-
-
-def _commands(tokens: list[Token], script: str, lines: LineIndex, nested: bool) -> list[Command]:
-    """The simple commands one token stream holds (a script's, or one $(...)'s)."""
-    found: list[Command] = []
-    current: Command | None = None
-    at_start = True
-    k = 0
-
-    def close() -> None:
-        nonlocal current
-        if current is not None and (current.words or current.assignments):
-            current.line = lines.line(current.start)
-            current.nested = nested
-            found.append(current)
-        current = None
-
-    while k < len(tokens):
-        t = tokens[k]
-        if t.kind == "newline" or (t.kind == "op" and t.text not in REDIRECTS):
-            close()
-            at_start = True
-            k += 1
-            continue
-        if t.kind == "op" or t.io_number:  # a redirection: operator (after an IO number) + target
-            first = k
-            if t.io_number:
-                k += 1
-            op = tokens[k]
-            target = tokens[k + 1] if k + 1 < len(tokens) and tokens[k + 1].kind == "word" else None
-            if target is None:
-                raise ShellSyntaxError(
-                    f"line {lines.line(op.start)}: redirection {op.text!r} without a target"
-                )
-            if current is None:  # a redirection may come first: ">/dev/null run-parts ..."
-                current = Command([], [], [], tokens[first].start, target.end)
-            current.redirects.append(script[tokens[first].start : target.end])
-            current.end = target.end
-            k += 2
-            continue
-        word = Word(t.text, t.start, t.end, t.splits)
-        if at_start and t.text in RESERVED:
-            k += 1
-            continue
-        if at_start and ASSIGNMENT.match(t.text):
-            if current is None:
-                current = Command([], [], [], t.start, t.end)
-            current.assignments.append(word)
-            current.end = t.end
-            k += 1
-            continue
-        if current is None:
-            current = Command([], [], [], t.start, t.end)
-        current.words.append(word)
-        current.end = t.end
-        at_start = False
-        k += 1
-    close()
-    return found

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from ..common.numbers import MAX_COUNT, NumberError, count, shown
+
 FORMAT = 1
 # Probe exit codes (see the .cpp header).
 EXIT_MEASURED, EXIT_FAILED, EXIT_USAGE, EXIT_NO_DEVICE, EXIT_NO_LEVEL_ZERO = 0, 1, 2, 3, 4
@@ -55,11 +57,12 @@ def _no_constant(name: str) -> None:
 
 
 def _int(value: object, where: str, minimum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ProbeError(f"probe output: {where} is {value!r}, not a whole number")
-    if minimum is not None and value < minimum:
-        raise ProbeError(f"probe output: {where} is {value}, must be at least {minimum}")
-    return value
+    if isinstance(value, float):
+        raise ProbeError(f"probe output: {where} is {shown(value)}, not a whole number")
+    try:
+        return count(value, f"probe output: {where}", low=-MAX_COUNT if minimum is None else minimum)
+    except NumberError as e:
+        raise ProbeError(str(e).replace(", not a number", ", not a whole number")) from None
 
 
 def _result(r: object, n: int) -> dict:
@@ -70,7 +73,7 @@ def _result(r: object, n: int) -> dict:
         raise ProbeError(f"probe output: {where}.method is missing or not a string")
     for key in ("ran", "ok"):
         if not isinstance(r.get(key), bool):
-            raise ProbeError(f"probe output: {where}.{key} is {r.get(key)!r}, not true or false")
+            raise ProbeError(f"probe output: {where}.{key} is {shown(r.get(key))}, not true or false")
     if "path" in r and not isinstance(r["path"], str):
         raise ProbeError(f"probe output: {where}.path is not a string")
     if r["ok"]:
@@ -86,12 +89,12 @@ def parse(text: str | bytes) -> dict:
     except RecursionError:
         raise ProbeError("probe output is nested too deeply to be probe output") from None
     except (ValueError, UnicodeDecodeError) as e:
-        shown = text[:200] if isinstance(text, str) else text[:200].decode("utf-8", "replace")
-        raise ProbeError(f"probe output is not JSON: {e}: {shown!r}") from None
+        head = text[:200] if isinstance(text, str) else text[:200].decode("utf-8", "replace")
+        raise ProbeError(f"probe output is not JSON: {e}: {head!r}") from None
     if not isinstance(report, dict) or report.get("probe") != "arcops-alloc-probe":
         raise ProbeError("not arcops-alloc-probe output")
     if report.get("format") != FORMAT or isinstance(report.get("format"), bool):
-        raise ProbeError(f"probe output format {report.get('format')!r}, this arcops reads {FORMAT}")
+        raise ProbeError(f"probe output format {shown(report.get('format'))}, this arcops reads {FORMAT}")
     _int(report.get("exit_code"), "exit_code")
     _int(report.get("bytes"), "bytes", minimum=1)
     if not isinstance(report.get("outcome"), str):

@@ -13,10 +13,11 @@ Stdlib only (the role runs it on the box).
 from __future__ import annotations
 
 import json
-import math
 import re
 import subprocess
 from typing import Any
+
+from ..common.numbers import MAX_RATE, MAX_TOKENS, NumberError, number
 
 DEFAULT_TESTS = ("pp512", "tg128")
 TEST = re.compile(r"(pp|tg)([1-9][0-9]{0,6})")
@@ -48,11 +49,12 @@ def argv(binary: str, model: str, tests: str, repetitions: int, extra: list[str]
     return out + list(extra)
 
 
-def _number(row: dict, key: str, where: str) -> float:
-    value = row.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise LlamaBenchError(f"{where}: {key} must be a finite number, got {value!r}")
-    return float(value)
+def _number(row: dict, key: str, where: str, whole: bool = False) -> float:
+    """A figure of a result: finite and not negative (tokens per second, token counts)."""
+    try:
+        return number(row.get(key), f"{where}: {key}", 0, MAX_TOKENS if whole else MAX_RATE, whole=whole)
+    except NumberError as e:
+        raise LlamaBenchError(str(e)) from None
 
 
 def _test_name(n_prompt: int, n_gen: int, where: str) -> str:
@@ -77,17 +79,16 @@ def parse(text: str) -> list[dict]:
         where = f"llama-bench result {i}"
         if not isinstance(row, dict):
             raise LlamaBenchError(f"{where}: not an object")
-        n_prompt, n_gen = (_number(row, k, where) for k in ("n_prompt", "n_gen"))
-        if n_prompt != int(n_prompt) or n_gen != int(n_gen) or n_prompt < 0 or n_gen < 0:
-            raise LlamaBenchError(f"{where}: n_prompt and n_gen must be whole numbers")
+        n_prompt, n_gen = (int(_number(row, k, where, whole=True)) for k in ("n_prompt", "n_gen"))
         samples = row.get("samples_ts", [])
-        if not (isinstance(samples, list) and all(isinstance(s, (int, float)) for s in samples)):
+        if not isinstance(samples, list):
             raise LlamaBenchError(f"{where}: samples_ts must be a list of numbers")
+        samples = [_number({"samples_ts": x}, "samples_ts", where) for x in samples]
         out.append(
             {
-                "test": _test_name(int(n_prompt), int(n_gen), where),
-                "n_prompt": int(n_prompt),
-                "n_gen": int(n_gen),
+                "test": _test_name(n_prompt, n_gen, where),
+                "n_prompt": n_prompt,
+                "n_gen": n_gen,
                 "mean_ts": _number(row, "avg_ts", where),
                 "stddev_ts": _number(row, "stddev_ts", where),
                 "repetitions": len(samples),

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 
+from ..common.numbers import MAX_RATE, MAX_TOKENS, NumberError, count, number, shown
 from . import gate  # the served model, its maximum length and sized prompts: read as the gate reads them
 from .openai_api import ApiError, Endpoint
 
@@ -286,7 +287,34 @@ def load_baseline(text_or_name: str, read: Callable[[str], str]) -> tuple[str, d
     if not (isinstance(data, dict) and data.get("format") == 1 and isinstance(data.get("decode"), list)):
         known = ", ".join(PROFILES)
         raise BenchError(f"--baseline {text_or_name}: neither a bench result nor a profile ({known})")
-    return f"result {text_or_name}", figures(data)
+    return f"result {text_or_name}", _checked_figures(data, f"--baseline {text_or_name}")
+
+
+# A bench result's levels: the list, the level's key, its figure, the key's upper bound.
+_LEVELS = (
+    ("decode", "max_concurrency", "output_throughput", 65536),
+    ("prefill", "target_tokens", "prefill_throughput", MAX_TOKENS),
+)
+
+
+def _checked_figures(data: dict, where: str) -> dict:
+    """figures() of a result read from a file, every level and figure checked first: a whole
+    key from 1 up, a figure from 0 to MAX_RATE tokens a second (null: none measured)."""
+    try:
+        for kind, key, figure, high in _LEVELS:
+            levels = data.get(kind) or []
+            if not isinstance(levels, list):
+                raise NumberError(f"{kind} is {shown(levels)}, not a list")
+            for n, level in enumerate(levels):
+                at = f"{kind}[{n}]"
+                if not isinstance(level, dict):
+                    raise NumberError(f"{at} is {shown(level)}, not a mapping")
+                count(level.get(key), f"{at}.{key}", 1, high)
+                if level.get(figure) is not None:
+                    number(level[figure], f"{at}.{figure}", 0, MAX_RATE)
+    except NumberError as e:
+        raise BenchError(f"{where}: {e}") from None
+    return figures(data)
 
 
 def compare(result: dict, baseline: dict, tolerance: float) -> list[dict]:

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from datetime import UTC, datetime
 
+from ..common.numbers import MAX_TOKENS, NumberError, count
 from . import prompts as prompt_set
 from .openai_api import ApiError, Endpoint
 
@@ -55,14 +56,20 @@ def only_model(endpoint: Endpoint) -> str:
 def max_length(endpoint: Endpoint, served: dict) -> int | None:
     """The served maximum length in tokens: vLLM lists it with the model; llama-server in /props."""
     value = served.get("max_model_len")
-    if isinstance(value, int) and value > 0:
-        return value
-    try:
-        props = endpoint.request_json("GET", "/props")
-    except ApiError:
-        return None
-    n_ctx = (props.get("default_generation_settings") or {}).get("n_ctx") or props.get("n_ctx")
-    return n_ctx if isinstance(n_ctx, int) and n_ctx > 0 else None
+    if value is None:
+        try:
+            props = endpoint.request_json("GET", "/props")
+        except ApiError:
+            return None
+        props = props if isinstance(props, dict) else {}
+        settings = props.get("default_generation_settings")
+        value = (settings if isinstance(settings, dict) else {}).get("n_ctx") or props.get("n_ctx")
+        if value is None:
+            return None
+    try:  # the server's answer: a token count that makes sense, or the gate cannot size prompts
+        return count(value, "the server's maximum length (max_model_len or n_ctx)", 1, MAX_TOKENS)
+    except NumberError as e:
+        raise GateError(str(e)) from None
 
 
 def request_body(model: str, prompt: dict, messages: list[dict], max_tokens: int) -> dict:

@@ -25,7 +25,7 @@ class MetricsError(ValueError):
 
 def sums(text: str, names: tuple[str, ...]) -> dict[str, float]:
     """Each of NAMES summed over its samples (absent names are absent); MetricsError for a
-    sample that is not a count (not a number, NaN or negative)."""
+    sample that is not a count (not a number, NaN, infinite or negative)."""
     found: dict[str, float] = {}
     for line in text.splitlines():
         if not line or line.startswith("#"):
@@ -37,7 +37,7 @@ def sums(text: str, names: tuple[str, ...]) -> dict[str, float]:
             value = float(m[3])
         except ValueError:
             raise MetricsError(f"metrics: {m[1]} has no number ({m[3][:40]!r})") from None
-        if math.isnan(value) or value < 0:  # NaN or negative: not a count
+        if not math.isfinite(value) or value < 0:  # NaN, +Inf or negative: not a count
             raise MetricsError(f"metrics: {m[1]} is {m[3][:40]!r}, not a count")
         found[m[1]] = found.get(m[1], 0.0) + value
     return found

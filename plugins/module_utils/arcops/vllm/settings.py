@@ -12,6 +12,7 @@ Stdlib only: shipped as module_utils.
 
 from __future__ import annotations
 
+from ..common.numbers import MAX_TOKENS
 from ..common.settings_table import Setting, Table
 from ..common.settings_table import setting as _s
 from .shapes import CONTAINER_NAME, DEVICE, MODEL_PATH
@@ -159,7 +160,7 @@ SETTINGS: tuple[Setting, ...] = (
         "Context length.",
         nullable=True,
         low=1,
-        high=16777216,
+        high=MAX_TOKENS,
         hint="tokens",
         flag="--max-model-len",
     ),
@@ -180,7 +181,7 @@ SETTINGS: tuple[Setting, ...] = (
         nullable=True,
         flag="--max-num-batched-tokens",
         low=1,
-        high=16777216,
+        high=MAX_TOKENS,
         hint="tokens",
     ),
     _s(
