@@ -116,7 +116,8 @@ def upgrade(stage: str, data: Any, where: object) -> dict:
     schema = data.get("schema", 0)
     if _is(schema, int) and schema > SCHEMA:
         raise RecordError(
-            f"{where}: written by a later arcops (record format {schema}; this one reads {SCHEMA})"
+            f"{where}: written by a later arcops (record format {schema}; this one reads {SCHEMA}):"
+            " run the arcops that wrote it"
         )
     if "schema" not in data:
         if stage == "preflight" and isinstance(data.get("preflight"), dict):
@@ -126,7 +127,10 @@ def upgrade(stage: str, data: Any, where: object) -> dict:
         data = {**data, "schema": SCHEMA, "stage": stage}
     errors = shape_errors(stage, data)
     if errors or "stage" not in data:
-        raise RecordError(f"{where}: not a {stage} record ({'; '.join(errors) or 'no stage field'})")
+        raise RecordError(
+            f"{where}: not a {stage} record ({'; '.join(errors) or 'no stage field'}); "
+            f"move it aside or restore it from {HISTORY_DIR}/"
+        )
     return data
 
 
@@ -210,11 +214,13 @@ def read(stage: str, state_dir: str) -> dict | None:
         return None
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise RecordError(f"{path}: cannot be read ({getattr(e, 'strerror', None) or e})") from None
+    except UnicodeDecodeError:
+        text = ""  # not text: damaged, refused by name below like any other
+    except OSError as e:
+        raise RecordError(f"{path}: cannot be read ({e.strerror or e})") from None
     try:
         record = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # cut short or damaged: refused by name below
         record = None
     return upgrade(stage, record, path)
 
@@ -235,6 +241,8 @@ def read_published(fact_dir: str | Path = FACT_DIR) -> dict[str, Any]:
             out[stage] = str(e)
         except ValueError as e:
             out[stage] = f"record {path}: not JSON ({e})"
+        except RecursionError:
+            out[stage] = f"record {path}: nested too deeply to be a record"
     return out
 
 

@@ -282,7 +282,9 @@ def previous_report(output: Path, source_sha256: str) -> dict | None:
         return None
     try:
         report = json.loads(path.read_text())
-    except ValueError:
+    except (OSError, ValueError, RecursionError):  # damaged or cut short: unknown, so redo it
+        return None
+    if not isinstance(report, dict):
         return None
     same_input = report.get("source_sha256") == source_sha256 and report.get("format") == REPACK_FORMAT
     intact = same_input and report.get("sha256") == sha256_file(output)

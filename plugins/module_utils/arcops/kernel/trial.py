@@ -54,10 +54,9 @@ def read(state_dir: str | Path) -> dict | None:
         if not present(p):
             return None
         record = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise TrialError(
-            f"{p}: not a trial record ({getattr(e, 'strerror', None) or e}); move it aside"
-        ) from None
+    except (OSError, ValueError, RecursionError) as e:
+        reason = getattr(e, "strerror", None) or ("nested too deeply" if isinstance(e, RecursionError) else e)
+        raise TrialError(f"{p}: not a trial record ({reason}); move it aside") from None
     if (
         not isinstance(record, dict)
         or not isinstance(record.get("kernel"), str)

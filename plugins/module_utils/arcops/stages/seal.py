@@ -134,7 +134,7 @@ def load(state_dir: str) -> dict | None:
         return None
     try:
         seal = json.loads(path(state_dir).read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
+    except (OSError, ValueError, RecursionError):  # damaged or cut short: no seal, so the stage runs
         return None
     if not isinstance(seal, dict) or seal.get("format") != FORMAT:
         return None

@@ -24,7 +24,10 @@ def read_start_report(report_dir: str | Path) -> Any:
     path = Path(report_dir) / START_REPORT
     if not path.exists():
         return None
-    return json.loads(read_text(path, "start report", limit=_START_REPORT_MAX))
+    try:
+        return json.loads(read_text(path, "start report", limit=_START_REPORT_MAX))
+    except RecursionError:  # read as any damaged report: a ValueError the callers show as unknown
+        raise ValueError(f"{path}: nested too deeply to be a start report") from None
 
 
 def _get(record: Any, *keys: str) -> Any:
