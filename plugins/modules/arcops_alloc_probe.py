@@ -58,6 +58,10 @@ summary:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.module_args import (
+    executable_problem,
+    refuse_bad_paths,
+)
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.llama.allocprobe import (
     ProbeError,
     parse,
@@ -76,9 +80,20 @@ def main():
         },
         supports_check_mode=True,
     )
+    refuse_bad_paths(module)
     p = module.params
     if not 0 < p["gib"] < 1024:  # NaN fails too
         module.fail_json(msg=f"gib: {p['gib']} is not a size in GiB between 0 and 1024")
+    if not 0 <= p["max_host_ram_fraction"] <= 1:  # NaN fails too
+        module.fail_json(
+            msg=f"max_host_ram_fraction: {p['max_host_ram_fraction']} is not a fraction from 0 to 1"
+        )
+    if p["device"] is not None and not 0 <= p["device"] < 1024:
+        module.fail_json(msg=f"device: {p['device']} is not a device index from 0 to 1023")
+    for name in ("probe", "env_wrapper"):
+        problem = p[name] is not None and executable_problem(name, p[name])
+        if problem:
+            module.fail_json(msg=problem)
     argv = ([p["env_wrapper"]] if p["env_wrapper"] else []) + [p["probe"], "--gib", str(p["gib"])]
     if p["device"] is not None:
         argv += ["--device", str(p["device"])]

@@ -29,6 +29,7 @@ entry:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.module_args import refuse_bad_paths
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.sysroot import SysRoot
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.kernel.grub import boot_entry
 
@@ -41,12 +42,16 @@ def main():
         },
         supports_check_mode=True,
     )
+    refuse_bad_paths(module)
     root = SysRoot(module.params["root"])
     try:
         root.check()
     except ValueError as e:
         module.fail_json(msg=f"root: {e}")
-    entry = boot_entry(root, module.params["release"])
+    try:
+        entry = boot_entry(root, module.params["release"])
+    except ValueError as e:
+        module.fail_json(msg=str(e))
     module.exit_json(changed=False, entry=entry.as_dict())
 
 

@@ -53,6 +53,7 @@ selection:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.module_args import refuse_bad_paths
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.kernel.bundle import (
     DEFAULT_RUNTIME_PATTERNS,
     BundleError,
@@ -77,6 +78,7 @@ def main():
         },
         supports_check_mode=True,
     )
+    refuse_bad_paths(module)
     p = module.params
     try:
         selection = select(

@@ -42,6 +42,7 @@ from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.checksum import sha256_file
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.module_args import refuse_bad_paths
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.kernel.debrepack import (
     RepackError,
     previous_report,
@@ -57,6 +58,7 @@ def main():
         },
         supports_check_mode=True,
     )
+    refuse_bad_paths(module)
     packages, dest = module.params["packages"], Path(module.params["dest"])
     if module.check_mode:
         reports = []

@@ -77,6 +77,7 @@ origin:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.module_args import refuse_bad_paths
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.kernel.dpkg_state import (
     DpkgStateError,
     origin,
@@ -99,6 +100,7 @@ def main():
         },
         supports_check_mode=True,
     )
+    refuse_bad_paths(module)
     p = module.params
 
     def read(argv):

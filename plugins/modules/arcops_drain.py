@@ -64,6 +64,7 @@ units:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.module_args import refuse_bad_paths
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.records import FACT_DIR, read_published
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.fleet import drain
 
@@ -77,6 +78,7 @@ def main():
         },
         supports_check_mode=True,
     )
+    refuse_bad_paths(module)
     p = module.params
     if p["timeout"] < 0 or p["poll"] <= 0:
         module.fail_json(msg="timeout: 0 or more seconds; poll: more than 0 seconds")

@@ -36,6 +36,7 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.box.facts import collect
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.module_args import refuse_bad_paths
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.sysroot import SysRoot
 
 
@@ -47,6 +48,7 @@ def main():
         },
         supports_check_mode=True,
     )
+    refuse_bad_paths(module)
     root = SysRoot(module.params["root"])
     try:
         root.check()

@@ -55,6 +55,7 @@ problems:
 import json
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.module_args import refuse_bad_paths
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.outputs import (
     OutputError,
     output_file,
@@ -76,6 +77,7 @@ def main():
         },
         supports_check_mode=True,
     )
+    refuse_bad_paths(module)
     p = module.params
     boxes = {h: b for h, b in p["boxes"].items() if isinstance(b, dict)}
     errors = {h: str(e) for h, e in p["errors"].items() if e}  # None: the box was read

@@ -54,6 +54,7 @@ reason:
 from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.module_args import refuse_bad_paths
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.vllm.residency_shim import BuildError, ensure
 
 
@@ -66,6 +67,7 @@ def main():
         },
         supports_check_mode=True,
     )
+    refuse_bad_paths(module)
     p = module.params
     try:
         result = ensure(Path(p["dest"]), Path(p["src"]), p["compiler"], check=module.check_mode)

@@ -29,6 +29,7 @@ loader: {description: The loader's path., returned: success, type: str}
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.module_args import refuse_bad_paths
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.llama.cmake_cache import (
     CACHE_FILE,
     LoaderError,
@@ -44,6 +45,7 @@ def main():
         },
         supports_check_mode=True,
     )
+    refuse_bad_paths(module)
     path = f"{module.params['build_dir']}/{CACHE_FILE}"
     try:
         with open(path, encoding="utf-8", errors="replace") as f:

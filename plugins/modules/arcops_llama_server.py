@@ -47,6 +47,7 @@ endpoint:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.module_args import refuse_bad_paths
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.llama import server_settings
 
 
@@ -59,6 +60,7 @@ def main():
         },
         supports_check_mode=True,
     )
+    refuse_bad_paths(module)
     p = module.params
     s, problems = server_settings.check(p["settings"])
     if problems:

@@ -88,9 +88,10 @@ unrouted:
   elements: str
 """
 
-from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.inputs import InputError, read_text
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.module_args import refuse_bad_paths
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.llama.llama_source import (
     SourceMismatch,
     apply,
@@ -107,11 +108,12 @@ def main():
         },
         supports_check_mode=True,
     )
+    refuse_bad_paths(module)
     try:
-        helper = Path(module.params["helper"]).read_text()
+        helper = read_text(module.params["helper"], "helper", limit=2**20)
         p = module.params
         result = apply(p["src"], helper, check=module.check_mode, leftovers=p["leftovers"])
-    except (SourceMismatch, OSError) as e:
+    except (SourceMismatch, OSError, InputError) as e:
         module.fail_json(msg=f"llama.cpp source: {e}")
     module.exit_json(**result.as_dict(module.params["f16"]))
 

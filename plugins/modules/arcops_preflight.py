@@ -86,6 +86,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.box import preflight
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.box.facts import collect
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common import records
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.module_args import refuse_bad_paths
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.sysroot import SysRoot
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.stages import seal
 
@@ -100,6 +101,7 @@ def main():
         },
         supports_check_mode=True,
     )
+    refuse_bad_paths(module)
     p = module.params
     root = SysRoot(p["root"])
     try:

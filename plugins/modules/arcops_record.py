@@ -67,6 +67,7 @@ written:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.module_args import refuse_bad_paths
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.records import (
     FACT_DIR,
     HISTORY_KEEP,
@@ -92,6 +93,7 @@ def main():
         required_if=[("action", "write", ["record"]), ("action", "read", ["state_dir"])],
         supports_check_mode=True,
     )
+    refuse_bad_paths(module)
     p = module.params
     try:
         if p["action"] == "read":

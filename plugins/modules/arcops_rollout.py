@@ -133,6 +133,7 @@ import io
 import json
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.module_args import refuse_bad_paths
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.outputs import (
     OutputError,
     output_dir,
@@ -207,6 +208,7 @@ def main():
         ],
         supports_check_mode=True,
     )
+    refuse_bad_paths(module)
     p = module.params
     if p["action"] == "plan":
         _plan(module, p)

@@ -107,6 +107,7 @@ source:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.module_args import refuse_bad_paths
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.stages import seal
 
 
@@ -129,6 +130,7 @@ def main():
         required_if=[("action", "check", ["inputs"]), ("action", "write", ["inputs"])],
         supports_check_mode=True,
     )
+    refuse_bad_paths(module)
     p = module.params
     state_dir = p["state_dir"]
     try:

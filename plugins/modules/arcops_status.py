@@ -52,6 +52,7 @@ box:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.box import facts, journal
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.module_args import refuse_bad_paths
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.records import read_published
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.sysroot import SysRoot
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.fleet import fleet_status
@@ -67,6 +68,7 @@ def main():
         },
         supports_check_mode=True,
     )
+    refuse_bad_paths(module)
     rows = summarize(read_published(module.params["fact_dir"]))
     out = {"rows": rows, "lines": lines(rows)}
     if module.params["box"]:

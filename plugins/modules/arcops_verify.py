@@ -68,6 +68,7 @@ results:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.module_args import refuse_bad_paths
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.records import FACT_DIR, read_published
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove import verify
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove.host_watch import HostWatch
@@ -88,6 +89,7 @@ def main():
         },
         supports_check_mode=True,
     )
+    refuse_bad_paths(module)
     p = module.params
     try:
         if p["targets"] is None:

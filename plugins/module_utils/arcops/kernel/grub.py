@@ -75,7 +75,14 @@ def saved_entry(grubenv: str | None) -> str | None:
     return None
 
 
+# A kernel release as `uname -r` prints it and /boot names its files (7.2.0-070200-generic).
+RELEASE = re.compile(r"[0-9]+[.][0-9]+[0-9A-Za-z.+~_-]{0,100}")
+
+
 def boot_entry(sysroot: SysRoot, release: str, grub_cfg: str = "/boot/grub/grub.cfg") -> BootEntry:
+    """vmlinuz, initrd and GRUB's entry for RELEASE; ValueError when it is not a release."""
+    if not RELEASE.fullmatch(release):
+        raise ValueError(f"release {release[:40]!r} is not a kernel release like 7.2.0-070200-generic")
     found = find_entry((sysroot.read(grub_cfg) or "").splitlines(), release)
     return BootEntry(
         release=release,

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..common.inputs import read_text
+from ..kernel import grub
 from ..kernel.bundle import BundleError, load_lock
 from ..llama import server_settings
 from ..prove import prompts as prompt_set
@@ -114,7 +115,7 @@ def mainline_kernel(v: dict) -> list[str]:
     """The release, each package (url or path, a .deb name, sha256), unique names, GRUB."""
     out = []
     release = v.get("mainline_kernel_release")
-    if not (isinstance(release, str) and re.fullmatch(r"[0-9]+[.][0-9]+[0-9A-Za-z.+~_-]*", release)):
+    if not (isinstance(release, str) and grub.RELEASE.fullmatch(release)):
         out.append(
             "mainline_kernel_release must be the release the packages install, e.g. 7.2.0-070200-generic "
             f"(got {as_json(release)})"
