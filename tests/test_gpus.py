@@ -95,3 +95,24 @@ def test_sysfs_values_that_do_not_parse_read_as_unknown_never_crash_or_hang(dual
     assert odd.numa_node is None and odd.bar2_mib is None and odd.boot_vga is False
     assert (odd.link["speed_gts"], odd.link["width"], odd.link["max_width"]) == (None, None, None)
     assert found["0000:2d:00.0"].bar2_mib is not None  # the other card still reads in full
+
+
+def test_xe_job_timeouts_per_engine_class_with_the_drivers_defaults(host_tree):
+    from arcops.box import engine_timeouts
+
+    gpu = gpus.scan(host_tree("dual-b60"))[0]
+    assert sorted(gpu.job_timeouts) == sorted(engine_timeouts.CLASSES)
+    assert gpu.job_timeouts["ccs"] == {
+        "job_timeout_ms": 5000,
+        "job_timeout_min": 1,
+        "job_timeout_max": 10000,
+        "default_job_timeout_ms": 5000,
+        "gt": "tile0/gt0",
+    }
+    assert gpu.job_timeouts["vcs"]["gt"] == "tile0/gt1"
+
+
+def test_no_engines_without_xe(host_tree):
+    found = gpus.scan(host_tree("one-gpu-unbound"))
+    assert any(g.driver != "xe" for g in found)
+    assert all(g.job_timeouts == {} for g in found if g.driver != "xe")

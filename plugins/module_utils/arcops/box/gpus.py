@@ -6,6 +6,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from ..common.sysroot import SysRoot, parse_int
+from . import engine_timeouts
 from .pci_ids import INTEL_VENDOR, model_name
 from .pcie import PCI_DEVICES, read_link, slot_address
 
@@ -27,6 +28,7 @@ class Gpu:
     boot_vga: bool = False  # the firmware's display device: drives the console
     bar2_mib: int | None = None  # the VRAM aperture; small (256 MiB) means resizable BAR is off
     link: dict | None = None  # the slot's PCIe link (see pcie.py)
+    job_timeouts: dict = field(default_factory=dict)  # xe's per engine class (engine_timeouts.py)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -70,6 +72,7 @@ def read_gpu(sysroot: SysRoot, address: str) -> Gpu:
         boot_vga=sysroot.read(f"{base}/boot_vga") == "1",
         bar2_mib=_bar_mib(sysroot.read(f"{base}/resource"), 2),
         link=read_link(sysroot, slot_address(sysroot, address)).as_dict(),
+        job_timeouts=engine_timeouts.read(sysroot, base),
     )
 
 
