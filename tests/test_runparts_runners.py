@@ -112,6 +112,14 @@ def test_a_call_inside_a_command_substitution_is_rewritten_in_place(hooks, tmp_p
     assert proc.stdout.splitlines() == [f"{etc}/first", f"{share}/second"]
 
 
+def test_a_call_after_a_nested_substitution_is_rewritten_not_taken_for_a_string(hooks, tmp_path):
+    etc, share, _ = hooks
+    text = f'#!/bin/sh\nx="$(echo $(true); run-parts --list {etc} {share})"\necho "$x"\n'
+    new, changes = rewrite(text)
+    assert len(changes) == 1
+    assert run_dash(new, tmp_path).stdout.split() == [f"{etc}/first", f"{share}/second"]
+
+
 def test_a_case_pattern_inside_a_substitution_does_not_end_it(hooks, tmp_path):
     etc, share, log = hooks
     text = f'#!/bin/sh\nx=$(case "$1" in configure) run-parts {etc} {share} ;; esac)\n'

@@ -125,7 +125,14 @@ class _Script:
         self.text, self.in_heredoc, self.live_dollar = text, in_heredoc, live_dollar
         self.offset, self.depth = line_offset, depth
         self.found: Scan = scan(text, needle=MENTION)
-        self._subs = sorted((sub.start, sub.end) for sub in self.found.substitutions if sub.kind == "$(")
+        # The outermost $(...) spans: a text position is inside some substitution exactly when
+        # it is inside one of these (nested ones lie within them), so one bisect answers.
+        self._subs: list[tuple[int, int]] = []
+        for start, end in sorted(
+            (sub.start, sub.end) for sub in self.found.substitutions if sub.kind == "$("
+        ):
+            if not self._subs or start >= self._subs[-1][1]:
+                self._subs.append((start, end))
         self._sub_starts = [start for start, _unused in self._subs]
 
     def line(self, offset: int) -> int:

@@ -184,9 +184,10 @@ def resolve(words: list[str]) -> Resolved:
                 return found.runs_text(words, [j] if attached else [j + 1], cut)
             if key in _THROUGH_A_SHELL.get(name, ()):
                 found.blocker = f"{name} {key} runs it through a shell"
-            if name == "exec" or (name == "runuser" and key in ("-u", "--user")):
-                command_mode = command_mode or name == "runuser"
-                found.blocker = found.blocker or ("exec with options" if name == "exec" else "")
+            if name == "exec":
+                found.blocker = found.blocker or "exec with options"
+            if name == "runuser" and key in ("-u", "--user"):
+                command_mode = True  # runuser -u USER [--] COMMAND runs the command itself
             j += 1 if attached or not option else 2
         if runner.su_like and not command_mode:
             for k in range(j, len(words)):
