@@ -33,7 +33,7 @@ def _guards():
 
 def _role_vars() -> dict:
     found = {}
-    for path in sorted(REPO.glob("roles/*/[dv][ea][fr]*/main.yml")):
+    for path in sorted([*REPO.glob("roles/*/defaults/main.yml"), *REPO.glob("roles/*/vars/main.yml")]):
         found.update(yaml.safe_load(path.read_text()) or {})
     return found
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..box import xe_events
 from ..common.inputs import InputError
-from ..common.numbers import MAX_RATE, count, from_text, number
+from ..common.numbers import MAX_COUNT, MAX_RATE, from_text, number
 from ..common.records import read_published
 from ..common.report import print_table
 from ..stages.status import read_start_report
@@ -87,7 +87,7 @@ def bench_figure(verify: dict) -> str | None:
         decode = _dict(_dict(_dict(target).get("bench")).get("decode"))
         try:
             streams = {
-                count(from_text(str(k), "streams", whole=True), "streams", 1): v for k, v in decode.items()
+                int(from_text(str(k), "streams", 1, MAX_COUNT, whole=True)): v for k, v in decode.items()
             }
             fewest = min(streams)
             parts.append(f"{name} {number(streams[fewest], 'tok/s', 0, MAX_RATE):g} tok/s @{fewest}")

@@ -57,12 +57,12 @@ def _no_constant(name: str) -> None:
 
 
 def _int(value: object, where: str, minimum: int | None = None) -> int:
-    if isinstance(value, float):
+    if isinstance(value, bool) or not isinstance(value, int):  # the probe writes integers only
         raise ProbeError(f"probe output: {where} is {shown(value)}, not a whole number")
     try:
         return count(value, f"probe output: {where}", low=-MAX_COUNT if minimum is None else minimum)
     except NumberError as e:
-        raise ProbeError(str(e).replace(", not a number", ", not a whole number")) from None
+        raise ProbeError(str(e)) from None
 
 
 def _result(r: object, n: int) -> dict:
