@@ -13,6 +13,7 @@ from arcops.box import firmware, journal, xe_events
 from arcops.box.gpus import _bar_mib
 from arcops.box.host import meminfo
 from arcops.box.pcie import _speed
+from arcops.common import numbers
 from arcops.common.sysroot import SysRoot, parse_int, parse_number
 from arcops.kernel import bundle, debs
 from arcops.kernel.runparts_split import rewrite
@@ -267,6 +268,26 @@ def test_meminfo_of_any_text_is_a_mapping_of_byte_counts(tmp_path_factory, text)
     assert all(isinstance(v, int) and v >= 0 for v in values.values())
 
 
+NUMBER_TEXT = st.one_of(
+    st.text(max_size=60),
+    st.from_regex(r"-?[0-9]{1,400}(\.[0-9]{1,40})?([eE][-+]?[0-9]{1,4})?", fullmatch=True),
+)
+
+
+@FUZZ
+@given(NUMBER_TEXT, st.booleans())
+@example("9" * 31, True)  # past the 30 digits a tool writes: refused, never a huge int
+@example("1e400", False)  # infinite as a float: refused
+def test_number_text_is_a_finite_number_in_range_or_a_number_error(text, whole):
+    try:
+        found = numbers.from_text(text, "x", -(2**63), 2**63, whole=whole)
+    except numbers.NumberError as e:
+        assert "\n" not in str(e) and len(str(e)) < 200
+        return
+    assert math.isfinite(found) and -(2**63) <= found <= 2**63
+    assert not whole or isinstance(found, int)
+
+
 def test_the_fuzz_tier_covers_every_parser_module():
     """A new parser module gets a property test here: this list is the reminder."""
     covered = {
@@ -279,6 +300,7 @@ def test_the_fuzz_tier_covers_every_parser_module():
         "xe_events",
         "journal",
     }
-    covered |= {"vllm_spec", "sysroot", "pcie", "gpus", "host"}
+    # shell_commands: through the rewrite, whose fragments carry its runners (nice, timeout, su -c, ...).
+    covered |= {"vllm_spec", "sysroot", "pcie", "gpus", "host", "numbers", "shell_commands"}
     source = Path(__file__).read_text()
     assert all(name in source for name in covered)
