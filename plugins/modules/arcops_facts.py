@@ -29,7 +29,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 ansible_facts:
-  description: C(arcops) with keys root, simulated, host, gpus, display_gpu, free_gib.
+  description: >-
+    C(arcops) with keys root, simulated, host, gpus, display_gpu, firmware_missing (files xe asked
+    for at boot and did not get, each with device, file, error, present_now), free_gib.
   returned: always
   type: dict
 """

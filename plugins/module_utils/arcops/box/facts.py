@@ -2,35 +2,36 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 
 from ..common.sysroot import SysRoot
-from . import firmware, gpus, host, journal
+from . import firmware, firmware_requests, gpus, host, journal
 
 
 def collect(sysroot: SysRoot, disk_paths: Iterable[str] = (), read_journal: bool | None = None) -> dict:
-    """Host, GPUs (with slot link and loaded GuC) and free disk.
+    """Host, GPUs (with slot link and loaded GuC), firmware files xe asked for in vain, free disk.
 
-    The journal is read only when debugfs can't name a GPU's GuC and the root is the real one
-    (a fixture tree has no journal); pass read_journal to force either way.
+    The kernel journal is read (once, its firmware lines kept) only where the root is the real one
+    (a fixture tree has no journal); pass read_journal to force either way. debugfs names a GPU's
+    GuC first, the journal's load line where it can't.
     """
     found = gpus.scan(sysroot)
     if read_journal is None:
         read_journal = str(sysroot.root) == "/"
-    loads: dict | None = None
+    lines = [line for line in journal.kernel_lines() if "firmware" in line] if read_journal else []
+    loads = firmware.loaded_from_journal(lines)
     gpu_dicts = []
     for gpu in found:
-        version, source = firmware.guc_loaded(sysroot, gpu.address)
-        if version is None and gpu.driver == "xe" and read_journal:
-            if loads is None:
-                loads = firmware.loaded_from_journal(journal.kernel_lines())
-            version, source = firmware.guc_loaded(sysroot, gpu.address, loads)
+        version, source = firmware.guc_loaded(sysroot, gpu.address, loads if gpu.driver == "xe" else None)
         gpu_dicts.append({**gpu.as_dict(), "guc_loaded": version, "guc_source": source})
+    missing = firmware_requests.missing(sysroot, lines, os.uname().release)
     return {
         "root": str(sysroot.root),
         "simulated": sysroot.simulated,
         "host": host.read_host(sysroot).as_dict(),
         "gpus": gpu_dicts,
         "display_gpu": next((g.address for g in found if g.boot_vga), None),
+        "firmware_missing": [m.as_dict() for m in missing],
         "free_gib": {path: host.free_gib(path) for path in disk_paths},
     }

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, get_origin, get_type_hints
 
 from ..common.sysroot import SysRoot
-from . import ram_rule
+from . import firmware_requests, ram_rule
 from .host import os_release
 
 # os-release ID -> the distribution name Ansible reports (and the settings use).
@@ -249,10 +249,11 @@ def _host_problems(facts: dict, s: Settings) -> list[str]:
 
 
 def judge(platform: Platform, facts: dict, s: Settings) -> tuple[list[str], list[str]]:
-    """(problems, warnings) in the order a reader fixes them: OS, user, GPUs, RAM, disk, boot."""
+    """(problems, warnings) in the order a reader fixes them: OS, user, GPUs, firmware, RAM, disk, boot."""
     gpus = allowed_gpus(facts, s)
-    problems = _os_problems(platform, s) + _gpu_problems(facts, gpus, s) + _host_problems(facts, s)
-    return problems, gpu_warnings(gpus, s)
+    firmware, reboot = firmware_requests.problems(facts.get("firmware_missing") or [], platform.distribution)
+    problems = _os_problems(platform, s) + _gpu_problems(facts, gpus, s) + firmware + _host_problems(facts, s)
+    return problems, gpu_warnings(gpus, s) + reboot
 
 
 def record(platform: Platform, facts: dict, s: Settings, warnings: list[str]) -> dict[str, Any]:

@@ -127,7 +127,7 @@ def _identifier(words: list[str]) -> str | None:
     return next((word for word in words if word.endswith(":")), None)
 
 
-def _from_kernel(prefix: str) -> bool:
+def from_kernel(prefix: str) -> bool:
     """Whether the text before an xe message names the kernel as its source: no prefix or a printk
     time (dmesg, -o cat), or a journal prefix whose identifier is "kernel:". A process's
     ("myapp[42]:", "logger:") or anything else is not."""
@@ -139,14 +139,14 @@ def _source_is_kernel(entry: str) -> bool:
     """Whether a text line (an entry's first line) is the kernel's."""
     m = _PREFIX_RE.search(entry) if "xe " in entry else None
     if m is not None:
-        return _from_kernel(entry[: m.start()])
+        return from_kernel(entry[: m.start()])
     if entry.startswith("["):  # dmesg: the kernel's ring only
         return True
     found = _identifier(entry.split(None, 6)[:6])
     return found is None or found == "kernel:"  # none: a bare message (-o cat of journalctl -k)
 
 
-def _json_message(line: str) -> tuple[bool, str]:
+def json_message(line: str) -> tuple[bool, str]:
     """A journal JSON entry: (whether the kernel logged it, its MESSAGE as text)."""
     try:
         entry = json.loads(line)
@@ -169,7 +169,7 @@ def _kernel_xe_lines(lines: Iterable[str]) -> Iterator[str]:
     entry = ""  # the first line of the entry that indented continuation lines belong to
     for line in lines:
         if line[:1] == "{":
-            kernel, message = _json_message(line)
+            kernel, message = json_message(line)
             if kernel and "xe " in message:
                 yield from message.splitlines()
             entry = ""
