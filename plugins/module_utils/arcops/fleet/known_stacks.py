@@ -3,8 +3,9 @@ plus a user's own in the inventory): which entries a stack release matches, and 
 refuse it.
 
 An entry's `match` keys are facts of a release (FACTS below); every key must match, with
-shell-style patterns. A bad match refuses the release unless its known_bad_overrides names the
-entry; a fine match is shown, never refuses. Parsed data in, no I/O: the adapters load the YAML.
+shell-style patterns (a list of patterns: any of them). An entry may say its `workaround`. A bad
+match refuses the release unless its known_bad_overrides names the entry; a fine match is shown,
+never refuses. Parsed data in, no I/O: the adapters load the YAML.
 """
 
 from __future__ import annotations
@@ -54,7 +55,9 @@ def check(data: Any, where: str) -> list[dict]:
         name = entry.get("name")
         if isinstance(name, str) and name:
             label = f"{where}: {name if _PLAIN_NAME.fullmatch(name) else _json(name)}"
-        unknown = sorted(map(_json, set(entry) - {"name", "verdict", "match", "evidence", "source"}))
+        unknown = sorted(
+            map(_json, set(entry) - {"name", "verdict", "match", "evidence", "source", "workaround"})
+        )
         if unknown:
             problems.append(f"{label}: unknown key(s) {', '.join(unknown)}")
         if not (isinstance(name, str) and _PLAIN_NAME.fullmatch(name)):
@@ -63,6 +66,10 @@ def check(data: Any, where: str) -> list[dict]:
             problems.append(f"{label}: verdict must be bad or fine (got {_json(entry.get('verdict'))})")
         if not (isinstance(entry.get("evidence"), str) and entry["evidence"].strip()):
             problems.append(f"{label}: evidence must say what was seen")
+        if "workaround" in entry and not (
+            isinstance(entry["workaround"], str) and entry["workaround"].strip()
+        ):
+            problems.append(f"{label}: workaround must say what to do (or be left out)")
         match = entry.get("match")
         if not (isinstance(match, dict) and match):
             problems.append(f"{label}: match must be a mapping of facts to patterns")
@@ -71,8 +78,11 @@ def check(data: Any, where: str) -> list[dict]:
                 if not (key in FACTS or (isinstance(key, str) and key.startswith(PREFIXED) and len(key) > 6)):
                     known = ", ".join([*FACTS, "env.NAME", "setting.NAME"])
                     problems.append(f"{label}: match key {_json(key)} is not one of {known}")
-                if not isinstance(pattern, str | int | float) or isinstance(pattern, bool):
-                    problems.append(f"{label}: match {_json(key)}: the pattern must be text")
+                listed = pattern if isinstance(pattern, list) and pattern else [pattern]
+                if not all(isinstance(p, str | int | float) and not isinstance(p, bool) for p in listed):
+                    problems.append(
+                        f"{label}: match {_json(key)}: the pattern must be text or a list of texts"
+                    )
         entries.append(entry)
     names = [e.get("name") for e in entries]
     problems += [
@@ -108,13 +118,19 @@ def facts(release: dict, lock: dict | None = None) -> dict[str, str]:
     return {k: str(v) for k, v in out.items() if v is not None}
 
 
+def _matches(value: str, pattern: Any) -> bool:
+    patterns = pattern if isinstance(pattern, list) else [pattern]
+    return any(fnmatch.fnmatchcase(value, str(p)) for p in patterns)
+
+
 def matches(found: dict[str, str], entries: list[dict]) -> list[dict]:
     """The entries whose every match key matches FOUND."""
-    return [
-        e
-        for e in entries
-        if all(k in found and fnmatch.fnmatchcase(found[k], str(p)) for k, p in e["match"].items())
-    ]
+    return [e for e in entries if all(k in found and _matches(found[k], p) for k, p in e["match"].items())]
+
+
+def _workaround(entry: dict) -> str:
+    text = entry.get("workaround")
+    return f" Workaround: {' '.join(text.split())}" if isinstance(text, str) and text.strip() else ""
 
 
 def refusals(matched: list[dict], overrides: list[str], entries: list[dict]) -> list[str]:
@@ -122,7 +138,7 @@ def refusals(matched: list[dict], overrides: list[str], entries: list[dict]) -> 
     known = {e["name"] for e in entries}
     out = [
         f"matches the known-bad stack {e['name']}: {' '.join(e['evidence'].split())} "
-        f"(name it in known_bad_overrides to deploy it anyway)"
+        f"(name it in known_bad_overrides to deploy it anyway){_workaround(e)}"
         for e in matched
         if e["verdict"] == "bad" and e["name"] not in overrides
     ]
@@ -135,5 +151,5 @@ def lines(matched: list[dict], overrides: list[str]) -> list[str]:
     out = []
     for e in matched:
         state = "overridden" if e["verdict"] == "bad" and e["name"] in overrides else e["verdict"]
-        out.append(f"{e['name']} ({state}): {' '.join(e['evidence'].split())}")
+        out.append(f"{e['name']} ({state}): {' '.join(e['evidence'].split())}{_workaround(e)}")
     return out
