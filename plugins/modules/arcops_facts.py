@@ -30,8 +30,10 @@ EXAMPLES = r"""
 RETURN = r"""
 ansible_facts:
   description: >-
-    C(arcops) with keys root, simulated, host, gpus, display_gpu, firmware_missing (files xe asked
-    for at boot and did not get, each with device, file, error, present_now), free_gib.
+    C(arcops) with keys root, simulated, host, gpus, display_gpu, p2p (whether Linux allows
+    peer-to-peer DMA between each pair of Arc GPUs: rule, cpu, gpus with each one's PCI path, pairs
+    with a, b, route, allowed, why), firmware_missing (files xe asked for at boot and did not get,
+    each with device, file, error, present_now), free_gib.
   returned: always
   type: dict
 """

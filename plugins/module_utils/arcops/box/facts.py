@@ -6,11 +6,12 @@ import os
 from collections.abc import Iterable
 
 from ..common.sysroot import SysRoot
-from . import firmware, firmware_requests, gpus, host, journal
+from . import firmware, firmware_requests, gpus, host, journal, p2p
 
 
 def collect(sysroot: SysRoot, disk_paths: Iterable[str] = (), read_journal: bool | None = None) -> dict:
-    """Host, GPUs (with slot link and loaded GuC), firmware files xe asked for in vain, free disk.
+    """Host, GPUs (with slot link and loaded GuC), whether Linux allows peer-to-peer DMA between
+    each pair of Arc GPUs, firmware files xe asked for in vain, free disk.
 
     The kernel journal is read (once, its firmware lines kept) only where the root is the real one
     (a fixture tree has no journal); pass read_journal to force either way. debugfs names a GPU's
@@ -32,6 +33,7 @@ def collect(sysroot: SysRoot, disk_paths: Iterable[str] = (), read_journal: bool
         "host": host.read_host(sysroot).as_dict(),
         "gpus": gpu_dicts,
         "display_gpu": next((g.address for g in found if g.boot_vga), None),
+        "p2p": p2p.judge(sysroot, [g.address for g in found if g.model]),
         "firmware_missing": [m.as_dict() for m in missing],
         "free_gib": {path: host.free_gib(path) for path in disk_paths},
     }

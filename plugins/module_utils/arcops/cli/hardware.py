@@ -46,6 +46,9 @@ def _cmd_facts(args: argparse.Namespace) -> int:
     rows = [{**g, "slot_link": _link_text(g["link"])} for g in data["gpus"]]
     print_table(rows, GPU_COLUMNS)
     print(f"\ndisplay GPU: {data['display_gpu'] or 'none of these (or no display)'}")
+    if data["p2p"]["pairs"]:
+        print()
+        print_table(data["p2p"]["pairs"], ["a", "b", "route", "allowed", "why"])
     for path, gib in data["free_gib"].items():
         print(f"free for {path}: {gib} GiB")
     return 0

@@ -44,7 +44,8 @@ BAD_INPUT = "2 bad input"
 # "group command [sub]" -> (what it prints or does, what each exit code means).
 COMMANDS = {
     "box facts": (
-        "Host (RAM, swap, kernel, OS, boot mode, Secure Boot), GPUs, display GPU, free disk.",
+        "Host (RAM, swap, kernel, OS, boot mode, Secure Boot), GPUs, display GPU, whether Linux allows "
+        "peer-to-peer DMA between each pair of Arc GPUs and why, free disk.",
         f"0; {BAD_INPUT} (e.g. a --root that is not a folder)",
     ),
     "box gpus": (
