@@ -101,6 +101,7 @@ def test_the_box_state_as_metrics(tmp_path, capsys):
         'vllm_spec="abababababab"}'
     ]
     assert got['arcops_gpu_guc_info{card="0000:29:00.0",version="70.60.0"}'] == 1
+    assert got['arcops_gpu_p2p_allowed{a="0000:29:00.0",b="0000:2d:00.0",route="host bridge"}'] == 1
     # The real hang: one engine reset per card, then a GT reset of the second card.
     assert got['arcops_xe_events_total{card="0000:29:00.0",kind="engine_reset"}'] == 1
     assert got['arcops_xe_events_total{card="0000:2d:00.0",kind="engine_reset"}'] == 1

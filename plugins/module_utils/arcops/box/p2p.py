@@ -161,10 +161,18 @@ def _through_host_bridge(sysroot: SysRoot, a: str, b: str, cpu_info: dict) -> tu
     )
 
 
+def _common_start(a: list[str], b: list[str]) -> list[str]:
+    """The bridges both paths start with (their shared upstream ones)."""
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return a[:n]
+
+
 def pair(sysroot: SysRoot, a: str, b: str, cpu_info: dict) -> dict:
     """The kernel's answer for GPUs A and B: {a, b, route, allowed, why}."""
     chain_a, chain_b = upstream_chain(sysroot, a)[:-1], upstream_chain(sysroot, b)[:-1]
-    shared = [x for x, y in zip(chain_a, chain_b, strict=False) if x == y]
+    shared = _common_start(chain_a, chain_b)
     if shared:
         # The shared bridge and those below it on each side see the traffic.
         path = shared[-1:] + chain_a[len(shared) :] + chain_b[len(shared) :]
@@ -174,7 +182,7 @@ def pair(sysroot: SysRoot, a: str, b: str, cpu_info: dict) -> dict:
             if None in acs:
                 why += " (ACS not readable here: a redirecting bridge would send it through the host bridge)"
             return {"a": a, "b": b, "route": "switch", "allowed": True, "why": why}
-        redirecting = ", ".join(x for x, r in zip(path, acs, strict=True) if r)
+        redirecting = ", ".join(path[i] for i, r in enumerate(acs) if r)
         lead = f"ACS redirects peer requests at {redirecting} up to the host bridge: "
     else:
         lead = "no shared switch (each on its own root port), so through the host bridge: "

@@ -2,8 +2,9 @@
 
 Read from what the box already records, the same files `arcops status` and `arcops fleet status`
 read: the stages' published records (the stack each one installed, the last verify: gate and
-bench), the watchdog's last start report, the GPUs the box sees (GuC loaded per card), and this
-boot's kernel journal (xe events per card). Nothing here asks a service or a GPU.
+bench), the watchdog's last start report, the GPUs the box sees (GuC loaded per card, whether
+Linux allows peer-to-peer DMA per pair), and this boot's kernel journal (xe events per card).
+Nothing here asks a service or a GPU.
 
 GPU sensors (power, energy, temperatures, fans) are node_exporter's own hwmon collector's job:
 the xe driver exposes them under hwmon, so they are not repeated here.
@@ -92,6 +93,20 @@ def _gpus(facts: dict, lines: list[str] | None) -> list[Family]:
         "gauge",
         "1 when this boot's kernel journal was read for xe events; 0 when it could not be (no xe figures).",
     )
+    p2p = Family(
+        f"{PREFIX}gpu_p2p_allowed",
+        "gauge",
+        "1 when Linux allows peer-to-peer DMA between the two GPUs (route: switch or host bridge), "
+        "0 when it refuses.",
+    )
+    for pair in _dict(facts.get("p2p")).get("pairs") or []:
+        if isinstance(pair, dict) and isinstance(pair.get("allowed"), bool):
+            p2p.add(
+                int(pair["allowed"]),
+                a=pair.get("a") or "",
+                b=pair.get("b") or "",
+                route=pair.get("route") or "",
+            )
     cards = [g for g in facts.get("gpus") or [] if isinstance(g, dict) and g.get("driver") == "xe"]
     for gpu in cards:
         guc.add(1, card=gpu.get("address") or "", version=gpu.get("guc_loaded") or "unknown")
@@ -105,7 +120,7 @@ def _gpus(facts: dict, lines: list[str] | None) -> list[Family]:
             found = by_device.get(address, {})
             for kind in xe_events.KINDS:
                 events.add(found.get(kind, 0), card=address, kind=kind)
-    return [guc, events, readable]
+    return [guc, p2p, events, readable]
 
 
 def _start(report: dict | None) -> list[Family]:
