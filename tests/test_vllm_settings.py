@@ -36,7 +36,7 @@ def test_no_other_python_file_restates_the_table():
 def test_the_table_defaults_render_and_missing_keys_take_them():
     everything = BASE | {k: v for k, v in settings.DEFAULTS.items() if k not in BASE}
     assert vllm_spec.render(everything, 64, NODES) == vllm_spec.render(BASE, 64, NODES)
-    nulls = ["image", "model", "served_model_name", "capture_sizes"]
+    nulls = ["image", "model", "served_model_name", "capture_sizes", "p2p"]
     assert [k for k, v in settings.DEFAULTS.items() if v is None] == nulls
 
 

@@ -104,6 +104,7 @@ def test_output_is_json_in_the_documented_key_order_with_a_hash_of_the_rest():
         "mounts",
         "ports",
         "env",
+        "p2p",
         "env_file",
         "env_file_keys",
         "argv",
@@ -161,7 +162,7 @@ def test_the_marker_the_role_expects_is_the_one_the_filter_prints():
 
 
 def test_defaults_are_every_setting_and_missing_keys_take_them():
-    nulls = ["image", "model", "served_model_name", "capture_sizes"]
+    nulls = ["image", "model", "served_model_name", "capture_sizes", "p2p"]
     assert [k for k, v in vllm_spec.DEFAULTS.items() if v is None] == nulls
     everything = BASE | {k: v for k, v in vllm_spec.DEFAULTS.items() if k not in BASE}
     assert render(everything, 64, NODES) == spec()

@@ -295,8 +295,7 @@ def test_unknown_settings_are_refused():
         ({"devices": "/dev/dri"}, "devices must be a list of strings, not str"),
         (
             {"capture_sizes": [4, "8"]},
-            "capture_sizes must be a list of integers or null (leaves the flag out), "
-            "not a list with int, str items",
+            "capture_sizes must be a list of integers or null, not a list with int, str items",
         ),
         (
             {"extra_env": {"HF_HUB_OFFLINE": 1}},

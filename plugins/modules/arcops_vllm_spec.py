@@ -78,6 +78,7 @@ from ansible_collections.arcops.arc.plugins.module_utils.arcops.box import facts
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.box.host import mem_total_gib
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.sysroot import SysRoot
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.vllm.exposure import box_render_nodes
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.vllm.peer_access import pairs_by_node
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.vllm.vllm_spec import (
     SpecError,
     docker_container_args,
@@ -107,13 +108,18 @@ def main():
     mem = module.params["host_mem_total_gib"]
     if mem is None:  # the box this runs on: no fact gathering needed
         mem = mem_total_gib(SysRoot("/"))
-    nodes = module.params["render_nodes"]
-    if nodes is None and not settings.get("devices"):  # the box this runs on
-        nodes = box_render_nodes(facts.collect(SysRoot("/"), read_journal=False)["gpus"])
+    nodes, pairs = module.params["render_nodes"], None
+    if nodes is None:  # the box this runs on: its GPUs, and what Linux allows between them
+        box = facts.collect(SysRoot("/"), read_journal=False)
+        pairs = pairs_by_node(box)
+        if not settings.get("devices"):
+            nodes = box_render_nodes(box["gpus"])
     try:
-        spec = render(settings, mem, nodes)
+        spec = render(settings, mem, nodes, pairs)
     except SpecError as e:
         module.fail_json(msg=str(e), problems=e.problems)
+    if spec["p2p"]["warning"]:
+        module.warn(spec["p2p"]["warning"])
     module.exit_json(
         changed=False,
         spec=spec,

@@ -40,13 +40,19 @@ def _cmd_vllm_render(args: argparse.Namespace) -> int:
             figure = f"this machine's MemTotal, {mem:.1f} GiB" if mem else "none (no MemTotal): no RAM check"
         print(f"arcops: host RAM figure for the check: {figure}", file=sys.stderr)
         nodes = [n for n in args.render_nodes.split(",") if n] if args.render_nodes is not None else None
-        if nodes is None and not settings.get("devices"):  # this machine's Arc GPUs stand for empty devices
+        pairs = None
+        if nodes is None:  # this machine: its Arc GPUs stand for empty devices, and P2P is judged on it
             from ..box import facts
-            from ..vllm import exposure
+            from ..vllm import exposure, peer_access
 
-            nodes = exposure.box_render_nodes(facts.collect(SysRoot("/"), read_journal=False)["gpus"])
+            box = facts.collect(SysRoot("/"), read_journal=False)
+            pairs = peer_access.pairs_by_node(box)
+            if not settings.get("devices"):
+                nodes = exposure.box_render_nodes(box["gpus"])
         try:
-            spec = vllm_spec.render(settings, mem, nodes)
+            spec = vllm_spec.render(settings, mem, nodes, pairs)
+            if spec["p2p"]["warning"]:
+                print(f"arcops: warning: {spec['p2p']['warning']}", file=sys.stderr)
         except vllm_spec.SpecError as e:
             required = tuple(f"{key} is required" for key in unread)  # already said: unreadable
             problems += [p for p in e.problems if not (unread and p.startswith(required))]

@@ -222,7 +222,8 @@ class Table:
                 continue
             if not type_ok(s.kind, v):
                 # Never the value itself: it may be a key or a secret in extra settings.
-                what = _TYPE_TEXT[s.kind] + (" or null (leaves the flag out)" if s.nullable else "")
+                null = " or null (leaves the flag out)" if s.flag else " or null"
+                what = _TYPE_TEXT[s.kind] + (null if s.nullable else "")
                 problem = f"{self.label(s.name)} must be {what}, not {type_name(v)}"
             else:
                 problem = None if s.kind == "secret" else self.shape_problem(s.name, v)

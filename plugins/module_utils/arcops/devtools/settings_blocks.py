@@ -134,6 +134,9 @@ def vars_block(table: Table) -> str:
         convert = {"bool": " | bool", "number": " | float", "secret": " | length > 0"}.get(s.kind, "")
         if s.kind == "int" and not s.nullable:
             convert = " | int"
+        if s.kind == "bool" and s.nullable:  # null means something (auto): kept, not made false
+            lines.append(f'  {s.name}: "{{{{ none if {var} is none else {var} | bool }}}}"')
+            continue
         lines.append(f'  {s.name}: "{{{{ {var}{convert} }}}}"')
     return "\n".join(lines) + "\n"
 

@@ -272,8 +272,12 @@ SETTINGS: tuple[Setting, ...] = (
     _s(
         "p2p",
         "bool",
-        True,
-        "Peer-to-peer between the cards (host-staged all-reduce kept growing host RAM).",
+        None,
+        "Peer-to-peer between the cards (host-staged all-reduce kept growing host RAM). Null (auto): on "
+        "where Linux allows peer-to-peer DMA between every pair of the GPUs used (the facts' p2p), off "
+        "with a warning where it refuses one; true across a refused pair is refused (forced P2P there "
+        "moved data wrongly, compute-runtime #935).",
+        nullable=True,
         env="CCL_TOPO_P2P_ACCESS",
     ),
     _s(

@@ -17,7 +17,7 @@ import posixpath
 
 from ..common.net import local_host, url_host
 from ..common.settings_table import is_int
-from . import exposure, residency_shim, spec_checks
+from . import exposure, peer_access, residency_shim, spec_checks
 from .settings import BY_NAME, DEFAULTS, PREFIX, REQUIRED, settings_from_role_vars
 from .spec_checks import (
     CCL_THRESHOLDS,
@@ -116,10 +116,10 @@ def filter_active(s: dict) -> bool:
     return bool(s["residency_filter"]) and s["tensor_parallel_size"] >= 2
 
 
-def _env(s: dict) -> dict[str, str]:
+def _env(s: dict, p2p: bool) -> dict[str, str]:
     env = {
         BY_NAME["multiproc_method"].env: s["multiproc_method"],
-        BY_NAME["p2p"].env: "1" if s["p2p"] else "0",
+        BY_NAME["p2p"].env: "1" if p2p else "0",
     }
     if s["allow_long_max_model_len"]:
         env[BY_NAME["allow_long_max_model_len"].env] = "1"
@@ -134,12 +134,18 @@ def _env(s: dict) -> dict[str, str]:
     return dict(sorted(env.items()))
 
 
-def render(settings: dict, host_mem_total_gib: float | None, render_nodes: list[str] | None = None) -> dict:
+def render(
+    settings: dict,
+    host_mem_total_gib: float | None,
+    render_nodes: list[str] | None = None,
+    p2p_pairs: list[dict] | None = None,
+) -> dict:
     """The container spec for these settings, or SpecError listing every problem.
 
     host_mem_total_gib is the host's MemTotal in GiB (None: skip the RAM check); render_nodes
     the render nodes of the box's Arc GPUs (exposure.box_render_nodes), which empty devices
-    stand for (None: not known here, so devices must be given).
+    stand for (None: not known here, so devices must be given); p2p_pairs what Linux allows
+    between them (peer_access.pairs_by_node; None: not known here, so p2p auto is on).
     """
     problems: list[str] = []
     s, bad = spec_checks.typed(settings, problems)
@@ -170,6 +176,8 @@ def render(settings: dict, host_mem_total_gib: float | None, render_nodes: list[
         problems += [problem] if problem else []
     elif "devices" not in bad and "tensor_parallel_size" not in bad:
         problems += exposure.devices_problem(devices, s["tensor_parallel_size"])
+    p2p, problem = peer_access.decide(s["p2p"], devices, p2p_pairs, s["tensor_parallel_size"])
+    problems += [problem] if problem else []
     if problems:
         raise SpecError(problems)
 
@@ -201,7 +209,9 @@ def render(settings: dict, host_mem_total_gib: float | None, render_nodes: list[
         "devices": devices,
         "mounts": mounts,
         "ports": [{"host_ip": host_ip, "host_port": s["port"], "container_port": CONTAINER_PORT}],
-        "env": _env(s),
+        "env": _env(s, p2p["enabled"]),
+        # Whether the cards talk peer-to-peer, and why (the setting against the box's topology).
+        "p2p": p2p,
         # The key (VLLM_API_KEY) and extra_env reach vLLM from this root-only file, never through
         # the spec; the spec names what is in it, never a value.
         "env_file": s["api_key_env_file"] if s["api_key"] or s["extra_env"] else None,
