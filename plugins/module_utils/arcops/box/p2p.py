@@ -61,8 +61,8 @@ def cpu(sysroot: SysRoot) -> dict:
     """{vendor, family} of the first CPU in /proc/cpuinfo (None where it does not say)."""
     vendor = family = None
     for line in (sysroot.read("/proc/cpuinfo") or "").splitlines():
-        key, _, value = line.partition(":")
-        key, value = key.strip(), value.strip()
+        key, sep, value = line.partition(":")
+        key, value = key.strip(), value.strip() if sep else ""
         if key == "vendor_id" and vendor is None:
             vendor = value[:40] or None
         elif key == "cpu family" and family is None:
