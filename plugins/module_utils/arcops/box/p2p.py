@@ -27,7 +27,7 @@ import re
 from itertools import combinations
 
 from ..common.sysroot import SysRoot, parse_int
-from .pcie import PCI_DEVICES, upstream_chain
+from .pcie import ADDRESS, PCI_DEVICES, upstream_chain
 
 # The kernel's list of host bridges that pass peer-to-peer traffic between their root ports
 # (pci_p2pdma_whitelist[]): (vendor, device or None for any, needs both devices on it), with the
@@ -84,7 +84,7 @@ def _root_bus(sysroot: SysRoot, address: str) -> str | None:
 def host_bridge_device(sysroot: SysRoot, bus: str) -> dict | None:
     """The first device on the root bus, as the kernel takes it (devfn 00.0 or a root port):
     {address, vendor, device}, or None."""
-    entries = [e for e in sysroot.listdir(f"/sys/devices/{bus}") if re.fullmatch(r"[0-9a-f:.]{12}", e)]
+    entries = [e for e in sysroot.listdir(f"/sys/devices/{bus}") if ADDRESS.match(e)]
     if not entries:
         return None
     first = entries[0]
@@ -169,9 +169,10 @@ def _common_start(a: list[str], b: list[str]) -> list[str]:
     return a[:n]
 
 
-def pair(sysroot: SysRoot, a: str, b: str, cpu_info: dict) -> dict:
-    """The kernel's answer for GPUs A and B: {a, b, route, allowed, why}."""
-    chain_a, chain_b = upstream_chain(sysroot, a)[:-1], upstream_chain(sysroot, b)[:-1]
+def pair(sysroot: SysRoot, a: str, b: str, cpu_info: dict, paths: dict[str, list[str]]) -> dict:
+    """The kernel's answer for GPUs A and B, whose PATHS (upstream_chain) are read already:
+    {a, b, route, allowed, why}."""
+    chain_a, chain_b = paths[a][:-1], paths[b][:-1]
     shared = _common_start(chain_a, chain_b)
     if shared:
         # The shared bridge and those below it on each side see the traffic.
@@ -193,9 +194,10 @@ def pair(sysroot: SysRoot, a: str, b: str, cpu_info: dict) -> dict:
 def judge(sysroot: SysRoot, addresses: list[str]) -> dict:
     """{rule, cpu, gpus: {address: path}, pairs: [pair()...]} for the GPUs at ADDRESSES."""
     cpu_info = cpu(sysroot)
+    paths = {a: upstream_chain(sysroot, a) for a in addresses}
     return {
         "rule": RULE,
         "cpu": cpu_info,
-        "gpus": {a: upstream_chain(sysroot, a) for a in addresses},
-        "pairs": [pair(sysroot, a, b, cpu_info) for a, b in combinations(sorted(addresses), 2)],
+        "gpus": paths,
+        "pairs": [pair(sysroot, a, b, cpu_info, paths) for a, b in combinations(sorted(addresses), 2)],
     }

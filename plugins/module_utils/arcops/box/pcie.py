@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from ..common.sysroot import SysRoot, parse_int, parse_number
 
 PCI_DEVICES = "/sys/bus/pci/devices"
-_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]$")
+ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]$")
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def upstream_chain(sysroot: SysRoot, address: str) -> list[str]:
         target = os.readlink(link)
     except OSError:
         return [address]
-    return [part for part in target.split("/") if _ADDRESS.match(part)] or [address]
+    return [part for part in target.split("/") if ADDRESS.match(part)] or [address]
 
 
 def slot_address(sysroot: SysRoot, address: str) -> str:
