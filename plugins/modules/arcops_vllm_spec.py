@@ -74,11 +74,9 @@ residency_probe:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.arcops.arc.plugins.module_utils.arcops.box import facts
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.box.host import mem_total_gib
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.sysroot import SysRoot
-from ansible_collections.arcops.arc.plugins.module_utils.arcops.vllm.exposure import box_render_nodes
-from ansible_collections.arcops.arc.plugins.module_utils.arcops.vllm.peer_access import pairs_by_node
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.vllm.peer_access import this_box
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.vllm.vllm_spec import (
     SpecError,
     docker_container_args,
@@ -110,10 +108,7 @@ def main():
         mem = mem_total_gib(SysRoot("/"))
     nodes, pairs = module.params["render_nodes"], None
     if nodes is None:  # the box this runs on: its GPUs, and what Linux allows between them
-        box = facts.collect(SysRoot("/"), read_journal=False)
-        pairs = pairs_by_node(box)
-        if not settings.get("devices"):
-            nodes = box_render_nodes(box["gpus"])
+        nodes, pairs = this_box(bool(settings.get("devices")))
     try:
         spec = render(settings, mem, nodes, pairs)
     except SpecError as e:

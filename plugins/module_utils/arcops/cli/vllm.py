@@ -42,13 +42,9 @@ def _cmd_vllm_render(args: argparse.Namespace) -> int:
         nodes = [n for n in args.render_nodes.split(",") if n] if args.render_nodes is not None else None
         pairs = None
         if nodes is None:  # this machine: its Arc GPUs stand for empty devices, and P2P is judged on it
-            from ..box import facts
-            from ..vllm import exposure, peer_access
+            from ..vllm import peer_access
 
-            box = facts.collect(SysRoot("/"), read_journal=False)
-            pairs = peer_access.pairs_by_node(box)
-            if not settings.get("devices"):
-                nodes = exposure.box_render_nodes(box["gpus"])
+            nodes, pairs = peer_access.this_box(bool(settings.get("devices")))
         try:
             spec = vllm_spec.render(settings, mem, nodes, pairs)
             if spec["p2p"]["warning"]:

@@ -134,10 +134,10 @@ def vars_block(table: Table) -> str:
         convert = {"bool": " | bool", "number": " | float", "secret": " | length > 0"}.get(s.kind, "")
         if s.kind == "int" and not s.nullable:
             convert = " | int"
-        if s.kind == "bool" and s.nullable:  # null means something (auto): kept, not made false
-            lines.append(f'  {s.name}: "{{{{ none if {var} is none else {var} | bool }}}}"')
-            continue
-        lines.append(f'  {s.name}: "{{{{ {var}{convert} }}}}"')
+        value = f"{var}{convert}"
+        if s.nullable and convert:  # null means something (auto, the tool's own): kept, not converted
+            value = f"none if {var} is none else {value}"
+        lines.append(f'  {s.name}: "{{{{ {value} }}}}"')
     return "\n".join(lines) + "\n"
 
 

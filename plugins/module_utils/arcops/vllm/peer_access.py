@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import re
 
+from ..common.sysroot import SysRoot
+from .exposure import box_render_nodes
+
 _RENDER_NODE = re.compile(r"/dev/dri/renderD[0-9]{1,4}")
 
 
@@ -36,6 +39,15 @@ def pairs_by_node(facts: dict) -> list[dict]:
                 }
             )
     return out
+
+
+def this_box(devices_given: bool) -> tuple[list[str] | None, list[dict]]:
+    """On the box this runs on: the render nodes that empty devices stand for (None when devices
+    are given) and what Linux allows between its GPUs (pairs_by_node)."""
+    from ..box import facts  # here, not at import: vllm_spec (which imports this) starts without it
+
+    box = facts.collect(SysRoot("/"), read_journal=False)
+    return (None if devices_given else box_render_nodes(box["gpus"])), pairs_by_node(box)
 
 
 def used_nodes(devices: list[str]) -> set[str]:
