@@ -3,6 +3,7 @@ switch, an AMD Zen CPU, a listed host bridge, ACS redirection read from config s
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -121,6 +122,16 @@ def test_a_capability_list_that_loops_ends(tmp_path):
     folder.mkdir(parents=True)
     (folder / "config").write_bytes(bytes(data))
     assert p2p.acs_redirects(SysRoot(tmp_path), "0000:01:00.0") is False
+
+
+def test_a_config_that_is_a_fifo_or_a_folder_is_unknown_not_a_hang(tmp_path):
+    folder = tmp_path / "sys/bus/pci/devices/0000:01:00.0"
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / "config")
+    assert p2p.acs_redirects(SysRoot(tmp_path), "0000:01:00.0") is None
+    (folder / "config").unlink()
+    (folder / "config").mkdir()
+    assert p2p.acs_redirects(SysRoot(tmp_path), "0000:01:00.0") is None
 
 
 def test_facts_carry_the_verdicts_and_a_box_without_arc_gpus_has_no_pairs():

@@ -24,6 +24,7 @@ Stdlib only: shipped as module_utils.
 from __future__ import annotations
 
 import re
+import stat
 from itertools import combinations
 
 from ..common.sysroot import SysRoot, parse_int
@@ -107,8 +108,11 @@ def _hex_id(sysroot: SysRoot, path: str) -> int | None:
 def acs_redirects(sysroot: SysRoot, address: str) -> bool | None:
     """Whether the bridge redirects peer requests upstream (ACS), None when its extended config
     space cannot be read."""
+    path = sysroot.path(f"{PCI_DEVICES}/{address}/config")
     try:
-        with sysroot.path(f"{PCI_DEVICES}/{address}/config").open("rb") as f:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return None  # sysfs' config is a file; a FIFO in a tree would hang the read
+        with path.open("rb") as f:
             config = f.read(4096)
     except OSError:
         return None
