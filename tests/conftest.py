@@ -1,5 +1,6 @@
 """Shared pytest fixtures: the simulated hardware trees (tests/fixtures/build_host_trees.py), the
-SYCL SDK, the llama.cpp fixture, a real vLLM (CPU build) and a journald of the tests' own."""
+SYCL SDK, the llama.cpp fixture, a real vLLM (CPU build), a journald of the tests' own and
+Prometheus' tools."""
 
 import os
 import shutil
@@ -53,6 +54,18 @@ def sycl_sdk():
     if sdk is None:
         pytest.fail("no SYCL SDK in $ARCOPS_SYCL_SDK or .venv-sycl: run scripts/bootstrap")
     return sdk
+
+
+@pytest.fixture(scope="session")
+def prometheus_tools(tmp_path_factory):
+    """Debian's promtool, prometheus and node_exporter, unpacked once per run (nothing installed)."""
+    from .helpers.debian_mirror import MirrorUnreachable, unreachable
+    from .helpers.prometheus import unpack_tools
+
+    try:
+        return unpack_tools(tmp_path_factory.mktemp("prometheus"))
+    except MirrorUnreachable as e:
+        unreachable(e)
 
 
 @pytest.fixture(scope="session")

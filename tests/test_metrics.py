@@ -7,78 +7,17 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import socket
 import subprocess
-import time
-import urllib.request
-from pathlib import Path
 
-import pytest
 from arcops import cli
 from arcops.common import records
 from arcops.operate import metrics
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from .helpers.debian_mirror import MirrorUnreachable, extract_deb, fetch_deb, unreachable
+from .helpers import prometheus
 from .helpers.fuzz import FUZZ
-
-FIXTURES = Path(__file__).parent / "fixtures"
-HANG = FIXTURES / "journal" / "xe-dual-b60-hang.log"
-STARTS = "/var/lib/arcops/vllm/starts"
-
-
-def box(tmp_path: Path) -> Path:
-    """dual-b60 with a deployed, verified vLLM: the records and the start report where they live."""
-    root = tmp_path / "box"
-    shutil.copytree(FIXTURES / "hosts" / "dual-b60", root, symlinks=True)
-    facts = root / records.FACT_DIR.lstrip("/")
-    facts.mkdir(parents=True, exist_ok=True)
-    published = {
-        "intel_stack": {
-            "installed": True,
-            "target": {"bundle": "multi-arc-bmg-offline-installer-26.0", "guc": "70.60.0"},
-        },
-        "llama_cpp_sycl": {"build_id": "69c28f1547c1-1a2b3c4d"},
-        "vllm_service": {
-            "image": "intel/llm-scaler-vllm:0.26.0-b2",
-            "spec_hash": "ab" * 32,
-            "report_dir": STARTS,
-        },
-        "verify": {
-            "format": 1,
-            "passed": True,
-            "release": "2026.12.1",
-            "targets": {
-                "vllm_service": {
-                    "right": 10,
-                    "prompts": 10,
-                    "passed": True,
-                    "bench": {"decode": {"1": 73.7, "4": 230.0}},
-                }
-            },
-        },
-    }
-    for stage, record in published.items():
-        (facts / records.STAGES[stage]).write_text(records.render(record))
-    starts = root / STARTS.lstrip("/")
-    starts.mkdir(parents=True)
-    report = {
-        "result": "ready",
-        "started_at": "2026-12-03T10:00:00Z",
-        "attempts": [
-            {"n": 1, "outcome": "xe_event", "kv_cache_tokens": None},
-            {"n": 2, "outcome": "ready", "kv_cache_tokens": 553472},
-            {"n": 3, "outcome": "ready", "kv_cache_tokens": 680000},
-        ],
-    }
-    (starts / "latest.json").write_text(json.dumps(report))
-    # The health watch's: one restart over an hour ago, two within it; its last report refused one.
-    now = time.time()
-    (starts / "health-restarts.json").write_text(json.dumps([now - 7200, now - 1800, now - 600]))
-    latest = {"state": "stall", "at_epoch": 1796295600.5, "restarted": False, "why_not": "2 restart(s)"}
-    (starts / "health-latest.json").write_text(json.dumps(latest))
-    return root
+from .helpers.prometheus import FIXTURES, HANG, metrics_box
 
 
 def samples(text: str) -> dict[str, float]:
@@ -90,7 +29,7 @@ def samples(text: str) -> dict[str, float]:
 
 
 def test_the_box_state_as_metrics(tmp_path, capsys):
-    root = box(tmp_path)
+    root = metrics_box(tmp_path)
     assert cli.main(["operate", "metrics", "--root", str(root), "--journal-file", str(HANG)]) == 0
     text = capsys.readouterr().out
     got = samples(text)
@@ -144,7 +83,7 @@ def test_label_values_are_escaped():
 
 
 def test_output_is_written_atomically_and_a_bad_output_refused_first(tmp_path, capsys):
-    root = box(tmp_path)
+    root = metrics_box(tmp_path)
     out = tmp_path / "textfile" / "arcops.prom"
     assert cli.main(["operate", "metrics", "--root", str(root), "--output", str(out)]) == 2
     assert "does not exist" in capsys.readouterr().err
@@ -155,20 +94,8 @@ def test_output_is_written_atomically_and_a_bad_output_refused_first(tmp_path, c
     ]
 
 
-@pytest.fixture(scope="module")
-def prometheus_tools(tmp_path_factory):
-    """Debian's promtool and node_exporter, unpacked from their packages (nothing installed)."""
-    dest = tmp_path_factory.mktemp("prometheus")
-    try:
-        for package in ("prometheus", "prometheus-node-exporter"):
-            extract_deb(fetch_deb("bookworm", "main", package, "amd64"), dest)
-    except MirrorUnreachable as e:
-        unreachable(e)
-    return dest / "usr" / "bin"
-
-
 def test_promtool_accepts_the_metrics_and_node_exporter_serves_them(tmp_path, prometheus_tools):
-    root = box(tmp_path)
+    root = metrics_box(tmp_path)
     textfiles = tmp_path / "textfile"
     textfiles.mkdir()
     assert (
@@ -192,34 +119,8 @@ def test_promtool_accepts_the_metrics_and_node_exporter_serves_them(tmp_path, pr
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    exporter = subprocess.Popen(
-        [
-            str(prometheus_tools / "prometheus-node-exporter"),
-            f"--web.listen-address=127.0.0.1:{port}",
-            "--collector.disable-defaults",
-            "--collector.textfile",
-            f"--collector.textfile.directory={textfiles}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        scraped = None
-        for _ in range(100):
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-                    scraped = r.read().decode()
-                break
-            except OSError:
-                time.sleep(0.1)
-        assert scraped is not None, "node_exporter did not answer"
-    finally:
-        exporter.terminate()
-        exporter.wait(timeout=10)
+    with prometheus.node_exporter(prometheus_tools, textfiles) as base:
+        scraped = prometheus.get(base + "/metrics")
     assert "arcops_vllm_kv_cache_tokens 680000" in scraped
     assert 'arcops_xe_events_total{card="0000:2d:00.0",kind="gt_reset"} 1' in scraped
     # node_exporter read the file without complaint.
@@ -267,6 +168,9 @@ def test_a_user_space_line_that_looks_like_a_reset_is_not_counted(tmp_path, caps
         )
         + "\n"
     )
-    assert cli.main(["operate", "metrics", "--root", str(box(tmp_path)), "--journal-file", str(journal)]) == 0
+    assert (
+        cli.main(["operate", "metrics", "--root", str(metrics_box(tmp_path)), "--journal-file", str(journal)])
+        == 0
+    )
     got = samples(capsys.readouterr().out)
     assert got['arcops_xe_events_total{card="0000:29:00.0",kind="gt_reset"}'] == 2
