@@ -140,13 +140,15 @@ def node_exporter(tools: Path, textfiles: Path, sysroot: Path | None = None):
     return serving(command, "/metrics")
 
 
-def prometheus(tools: Path, work: Path, target: str, rule_files: list[Path]):
-    """Prometheus scraping target (host:port) and evaluating rule_files, every second."""
+def prometheus(tools: Path, work: Path, targets: dict[str, str], rule_files: list[Path]):
+    """Prometheus scraping targets ({job: host:port}) and evaluating rule_files, every second."""
     work.mkdir(parents=True, exist_ok=True)
     config = {
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
         "rule_files": [str(p) for p in rule_files],
-        "scrape_configs": [{"job_name": "node", "static_configs": [{"targets": [target]}]}],
+        "scrape_configs": [
+            {"job_name": job, "static_configs": [{"targets": [target]}]} for job, target in targets.items()
+        ],
     }
     (work / "prometheus.yml").write_text(json.dumps(config))  # JSON is YAML
     command = [

@@ -15,6 +15,7 @@ import urllib.parse
 from datetime import datetime
 from pathlib import Path
 
+import pytest
 import yaml
 from arcops import cli
 
@@ -25,6 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 RULES = REPO / "monitoring" / "prometheus" / "arcops.rules.yml"
 RULE_TESTS = sorted((REPO / "monitoring" / "prometheus" / "tests").glob("*.yml"))
 OPERATE = REPO / "docs" / "operate.md"
+DASHBOARD = REPO / "monitoring" / "grafana" / "arcops.json"
 SEVERITIES = {"critical", "warning", "info"}
 # A series the rules select: a metric of arcops' or node_exporter's, with its label matchers.
 SELECTOR = re.compile(r"\b((?:arcops|node)_[A-Za-z0-9_]+)(\{[^}]*\})?")
@@ -103,12 +105,12 @@ def _seconds(rfc3339: str) -> float:
 
 
 def _evaluated(base: str) -> list[dict]:
-    """The rule groups once the box was scraped three times (so rate() and increase() have data:
-    a binary operation with an empty side is never evaluated, nor can it fail) and every rule
-    evaluated after that."""
+    """The rule groups once every target was scraped three times (so rate() and increase() have
+    data: a binary operation with an empty side is never evaluated, nor can it fail) and every
+    rule evaluated after that."""
     deadline = time.time() + 60
-    while not _query(base, "count_over_time(up[1m]) >= 3"):
-        assert time.time() < deadline, "Prometheus did not scrape the box three times in 60 s"
+    while not _query(base, "min(count_over_time(up[1m])) >= 3"):
+        assert time.time() < deadline, "Prometheus did not scrape every target three times in 60 s"
         time.sleep(0.2)
     since = time.time()
     while True:
@@ -119,36 +121,94 @@ def _evaluated(base: str) -> list[dict]:
         time.sleep(0.2)
 
 
-def test_a_real_prometheus_evaluates_the_rules_on_a_real_scrape(tmp_path, prometheus_tools):
-    textfiles = tmp_path / "textfile"
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, prometheus_tools, vllm_server):
+    """(Prometheus' URL, rule groups): one Prometheus, evaluating the rules, scraping a real
+    node_exporter (the dual-b60 tree's hwmon and meminfo, the metrics of the field's hang
+    journal in its textfile folder) and the real vLLM CPU server's /metrics."""
+    work = tmp_path_factory.mktemp("monitoring")
+    textfiles = work / "textfile"
     textfiles.mkdir()
-    box = metrics_box(tmp_path)
     out = textfiles / "arcops.prom"
-    assert (
-        cli.main(
-            ["operate", "metrics", "--root", str(box), "--journal-file", str(HANG), "--output", str(out)]
-        )
-        == 0
-    )
+    argv = ["operate", "metrics", "--root", str(metrics_box(work)), "--journal-file", str(HANG)]
+    assert cli.main([*argv, "--output", str(out)]) == 0
     sysroot = FIXTURES / "hosts" / "dual-b60"
     with prometheus.node_exporter(prometheus_tools, textfiles, sysroot) as exporter:
-        target = exporter.removeprefix("http://")
-        with prometheus.prometheus(prometheus_tools, tmp_path / "prom", target, [RULES]) as base:
+        targets = {"node": exporter.removeprefix("http://"), "vllm": vllm_server.url.removeprefix("http://")}
+        with prometheus.prometheus(prometheus_tools, work / "prom", targets, [RULES]) as base:
             groups = _evaluated(base)
-            for group in groups:
-                for rule in group["rules"]:
-                    assert rule["health"] == "ok", (rule["name"], rule.get("lastError"))
-            # Every series a rule selects exists in the scrape, with the labels it matches on.
-            selectors = {m.group(0) for rule in rules() for m in SELECTOR.finditer(rule["expr"])}
-            assert any(s.startswith("node_hwmon_") for s in selectors)
-            for selector in sorted(selectors):
-                assert _query(base, selector), f"nothing exports {selector}"
-            # The journal's resets: an engine reset on 29:00.0, an engine and a GT reset on 2d:00.0.
-            for _ in range(50):
-                firing = _query(base, 'ALERTS{alertname="ArcopsXeResetsSinceBoot",alertstate="firing"}')
-                if len(firing) == 2:
-                    break
-                time.sleep(0.2)
-            cards = {r["metric"]["card"]: r["metric"]["severity"] for r in firing}
-            assert cards == {"0000:29:00.0": "warning", "0000:2d:00.0": "warning"}
-            assert not _query(base, 'ALERTS{alertname="ArcopsXeGtResetFailed"}')
+            assert {r["metric"]["job"]: r["value"][1] for r in _query(base, "up")} == {
+                "node": "1",
+                "vllm": "1",
+            }
+            yield base, groups
+
+
+def test_every_rule_evaluates_on_a_real_scrape_and_every_series_it_selects_exists(lab):
+    base, groups = lab
+    for group in groups:
+        for rule in group["rules"]:
+            assert rule["health"] == "ok", (rule["name"], rule.get("lastError"))
+    # Every series a rule selects exists in the scrape, with the labels it matches on.
+    selectors = {m.group(0) for rule in rules() for m in SELECTOR.finditer(rule["expr"])}
+    assert any(s.startswith("node_hwmon_") for s in selectors)
+    for selector in sorted(selectors):
+        assert _query(base, selector), f"nothing exports {selector}"
+
+
+def test_the_journals_resets_fire_their_alert_and_nothing_wedged_is_claimed(lab):
+    base, _ = lab
+    # The field's hang: an engine reset on 29:00.0, an engine and a GT reset on 2d:00.0.
+    for _ in range(50):
+        firing = _query(base, 'ALERTS{alertname="ArcopsXeResetsSinceBoot",alertstate="firing"}')
+        if len(firing) == 2:
+            break
+        time.sleep(0.2)
+    cards = {r["metric"]["card"]: r["metric"]["severity"] for r in firing}
+    assert cards == {"0000:29:00.0": "warning", "0000:2d:00.0": "warning"}
+    assert not _query(base, 'ALERTS{alertname="ArcopsXeGtResetFailed"}')
+
+
+def _panels() -> list[dict]:
+    return json.loads(DASHBOARD.read_text())["panels"]
+
+
+def test_the_dashboard_is_well_formed():
+    dashboard = json.loads(DASHBOARD.read_text())
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert variables["datasource"]["type"] == "datasource" and variables["host"]["type"] == "query"
+    ids = [p["id"] for p in _panels()]
+    assert len(ids) == len(set(ids))
+    cells = set()
+    for panel in _panels():
+        grid = panel["gridPos"]
+        assert grid["x"] >= 0 and grid["x"] + grid["w"] <= 24, panel["title"]
+        taken = {(grid["y"] + dy, grid["x"] + dx) for dy in range(grid["h"]) for dx in range(grid["w"])}
+        assert not cells & taken, f"{panel['title']} overlaps another panel"
+        cells |= taken
+        if panel["type"] != "row":
+            assert panel["datasource"]["uid"] == "${datasource}" and panel["targets"], panel["title"]
+            assert all(t["expr"] and t["datasource"]["uid"] == "${datasource}" for t in panel["targets"])
+
+
+def test_every_dashboard_query_returns_data_from_a_real_scrape(lab):
+    """No panel queries a series nothing exports: each query, with the box variable set to the
+    scraped box, returns series from the real node_exporter, vLLM and the recording rules."""
+    base, _ = lab
+    host_variable = json.loads(DASHBOARD.read_text())["templating"]["list"][1]
+    values = json.loads(prometheus.get(f"{base}/api/v1/label/instance/values?match[]=arcops_stack_info"))
+    hosts = {re.match(host_variable["regex"].strip("/"), v).group(1) for v in values["data"]}
+    assert hosts == {"127.0.0.1"}
+    queried = set()
+    for panel in _panels():
+        for target in panel.get("targets", []):
+            expr = target["expr"].replace("$host", "127.0.0.1")
+            assert _query(base, expr), f"panel {panel['title']!r}: no series for {target['expr']}"
+            queried |= {m.group(1) for m in SELECTOR.finditer(expr)}
+    # Each source is on the dashboard: arcops' metrics, node_exporter's hwmon, vLLM's own.
+    assert {"arcops_xe_events_total", "node_hwmon_temp_celsius"} <= queried
+    assert any(
+        t["expr"].startswith("vllm:") or "(vllm:" in t["expr"]
+        for p in _panels()
+        for t in p.get("targets", [])
+    )
