@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from .. import __version__
-from . import fleet, hardware, kernel, llama, operate, prove, vllm
+from . import fleet, hardware, kernel, llama, operate, prove, report, vllm
 from .common import Parser, one_line
 from .texts import COMMANDS, GROUPS, OLD_NAMES
 
@@ -22,6 +22,8 @@ MODULES = {
     "fleet": fleet,
     "operate": operate,
 }
+# Commands of a group kept in a module of their own: the report pages (box and fleet).
+MORE = {"operate": report.add_box, "fleet": report.add_fleet}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
         group = sub.add_parser(name, help=about, description=f"{about}.")
         commands = group.add_subparsers(dest="command", required=True, parser_class=Parser, metavar="COMMAND")
         MODULES[name].add(commands)
+        if name in MORE:
+            MORE[name](commands)
     for path, command in leaves(parser):
         about, exits = COMMANDS[path]
         command.description, command.epilog = about, f"exit: {exits}"

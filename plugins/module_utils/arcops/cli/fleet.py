@@ -1,4 +1,5 @@
-"""arcops fleet check | status | plan: a stack release, the fleet's status, a rollout's dry run."""
+"""arcops fleet check | status | plan | report: a stack release, the fleet's status, a rollout's dry
+run, and a page to look at (cli/report.py)."""
 
 from __future__ import annotations
 
@@ -66,18 +67,27 @@ def _failed(command: str, done) -> int:
     return 2
 
 
-def _cmd_status(args: argparse.Namespace) -> int:
+def fleet_status_data(inventory: str) -> dict | None:
+    """{rows, problems} of every box of INVENTORY (playbooks/fleet_status.yml), or None after
+    saying why it could not be read."""
     with tempfile.TemporaryDirectory(prefix="arcops-fleet-") as tmp:
         out = Path(tmp) / "status.json"
-        print(f"reading every box of {args.inventory} ...", file=sys.stderr)
+        print(f"reading every box of {inventory} ...", file=sys.stderr)
         done = _run_playbook(
-            "status", args.inventory, "fleet_status.yml", {"arcops_fleet_status_output": str(out)}
+            "status", inventory, "fleet_status.yml", {"arcops_fleet_status_output": str(out)}
         )
         if done is None:
-            return 2
+            return None
         if done.returncode != 0 or not out.is_file():
-            return _failed("status", done)
-        data = json.loads(out.read_text())
+            _failed("status", done)
+            return None
+        return json.loads(out.read_text())
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    data = fleet_status_data(args.inventory)
+    if data is None:
+        return 2
     if args.json:
         print_json(data)
     else:

@@ -1,5 +1,5 @@
-"""arcops operate metrics, diag: the box's state as Prometheus metrics (node_exporter's textfile
-collector), and a diagnostics bundle."""
+"""arcops operate metrics, diag, report: the box's state as Prometheus metrics (node_exporter's
+textfile collector), a diagnostics bundle, and a page to look at (cli/report.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ..operate import diag, metrics
 from .common import kernel_log, one_line, read_root
 
 
-def _kernel_lines(args: argparse.Namespace) -> list[str] | None:
+def kernel_lines_for(args: argparse.Namespace) -> list[str] | None:
     """This boot's kernel lines: the file given, the journal on the box itself, else None."""
     if args.journal_file:
         with kernel_log(args.journal_file) as lines:
@@ -40,7 +40,7 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
         records,
         facts.collect(root),
         metrics.last_start_report(root, report_dir),
-        _kernel_lines(args),
+        kernel_lines_for(args),
         time.time(),
         metrics.health_files(root, report_dir),
     )

@@ -167,6 +167,13 @@ COMMANDS = {
         "boot; runs playbooks/fleet_status.yml, which changes nothing (docs/fleet.md).",
         "0; 2 no such inventory, or the playbook failed (its last lines)",
     ),
+    "fleet report": (
+        "One self-contained HTML page for the fleet: every box against its release (drift marked), "
+        "the release's known-stack matches, the last rollout (a halt first); from -i (read now) or a "
+        "saved 'arcops fleet status --json'; strings redacted (docs/operate.md).",
+        f"0; {BAD_INPUT} (not an .html output, a status file that is not status JSON), or the "
+        "inventory could not be read",
+    ),
     "fleet plan": (
         "What playbooks/rollout.yml would do, from its dry run: per box its wave, action (deploy, "
         "upgrade, redo, check, downgrade), from and to release, what would change (packages, firmware, "
@@ -179,6 +186,13 @@ COMMANDS = {
         "card, xe events per card this boot, last vLLM start, last gate and bench (docs/operate.md); "
         "--output is written atomically.",
         f"0; {BAD_INPUT} (an output folder that does not exist, an unreadable journal file)",
+    ),
+    "operate report": (
+        "One self-contained HTML page for the box: stages, verify (gate, bench chart), the last vLLM "
+        "start and health report, xe events per card this boot, GPUs and P2P; strings redacted "
+        "(docs/operate.md).",
+        f"0; {BAD_INPUT} (not an .html output, an output folder that does not exist, an unreadable "
+        "journal file)",
     ),
     "operate diag": (
         "A diagnostics bundle: versions, journals of this boot and the previous one, service logs, GPU "
