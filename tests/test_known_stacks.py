@@ -51,6 +51,11 @@ def test_the_workaround_is_shown_with_the_refusal_and_the_line():
     )
     (line,) = known_stacks.lines(matched, ["compute-runtime-26.09-peer-host-mirror"])
     assert line.startswith("compute-runtime-26.09-peer-host-mirror (overridden): ") and "Workaround: " in line
+    # The report and the fleet's metrics read each line's entry and state back.
+    assert known_stacks.line_verdict(line) == ("compute-runtime-26.09-peer-host-mirror", "overridden")
+    (plain,) = known_stacks.lines(matched, [])
+    assert known_stacks.line_verdict(plain) == ("compute-runtime-26.09-peer-host-mirror", "bad")
+    assert known_stacks.line_verdict("no known stack matches") is None
 
 
 @pytest.mark.parametrize(

@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 import yaml
 from arcops import cli
+from arcops.common.prometheus_text import render
+from arcops.fleet import fleet_metrics, rollout
 
-from .helpers import prometheus
+from .helpers import fleet_records, prometheus
 from .helpers.prometheus import FIXTURES, HANG, metrics_box
 
 REPO = Path(__file__).resolve().parent.parent
@@ -132,6 +134,11 @@ def lab(tmp_path_factory, prometheus_tools, vllm_server):
     out = textfiles / "arcops.prom"
     argv = ["operate", "metrics", "--root", str(metrics_box(work)), "--journal-file", str(HANG)]
     assert cli.main([*argv, "--output", str(out)]) == 0
+    # The control node's textfile beside it: the fleet's metrics (a box off its release, one
+    # unreachable, a release matching a known-bad stack by override, a halted rollout).
+    record = rollout.load(fleet_records.halted_rollout(work))
+    families = fleet_metrics.collect(fleet_records.status(), fleet_records.KNOWN, record, time.time())
+    (textfiles / "arcops-fleet.prom").write_text(render(families))
     sysroot = FIXTURES / "hosts" / "dual-b60"
     with prometheus.node_exporter(prometheus_tools, textfiles, sysroot) as exporter:
         targets = {"node": exporter.removeprefix("http://"), "vllm": vllm_server.url.removeprefix("http://")}
@@ -167,6 +174,23 @@ def test_the_journals_resets_fire_their_alert_and_nothing_wedged_is_claimed(lab)
     cards = {r["metric"]["card"]: r["metric"]["severity"] for r in firing}
     assert cards == {"0000:29:00.0": "warning", "0000:2d:00.0": "warning"}
     assert not _query(base, 'ALERTS{alertname="ArcopsXeGtResetFailed"}')
+
+
+def test_the_fleets_known_bad_stack_and_halted_rollout_fire_their_alerts(lab):
+    base, _ = lab
+    for _ in range(50):
+        firing = {
+            r["metric"]["alertname"]: r["metric"]
+            for r in _query(base, 'ALERTS{alertname=~"ArcopsFleet.*",alertstate="firing"}')
+        }
+        if len(firing) == 2:
+            break
+        time.sleep(0.2)
+    assert firing["ArcopsFleetKnownBadStack"]["entry"] == "llm-scaler-0.26.0-b1"
+    assert firing["ArcopsFleetRolloutHalted"]["box"] == "arc-02"
+    # Drift and an unreachable box wait for their `for:` time (promtool's tests cover it).
+    pending = {r["metric"]["alertname"] for r in _query(base, 'ALERTS{alertstate="pending"}')}
+    assert {"ArcopsFleetBoxOffRelease", "ArcopsFleetBoxUnreachable"} <= pending
 
 
 def _panels() -> list[dict]:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from arcops import cli
-from arcops.fleet import fleet_report, fleet_status, rollout
+from arcops.fleet import fleet_report
 
-from .helpers import browser
+from .helpers import browser, fleet_records
 from .helpers.prometheus import HANG, STARTS, metrics_box
 
 PHONE = 390  # CSS pixels: a common phone's width
@@ -87,65 +87,25 @@ def test_a_box_page_shows_its_records_marks_its_resets_and_keeps_secrets_out(tmp
     phone.page.close()
 
 
-def _status() -> dict:
-    def facts(running: str, resets: int) -> dict:
-        return {
-            "running": running,
-            "verified_release": running,
-            "kernel": "6.17.0-1009-intel",
-            "guc": ["70.60.0", "70.60.0"],
-            "image": "intel/llm-scaler-vllm:0.26.0-b2",
-            "image_id": None,
-            "start": "ready",
-            "gate": "passed (vllm_service 10/10)",
-            "bench": "vllm_service 73.7 tok/s @1",
-            "xe_resets": resets,
-        }
-
-    rows = [
-        fleet_status.row("arc-01", "canary 1", "2026.12.2", facts("2026.12.2", 0)),
-        fleet_status.row("arc-02", "fleet 1", "2026.12.2", facts("2026.12.1", 3)),
-        fleet_status.row(
-            "arc-03", "fleet 1", "2026.12.2", None, "unreachable: ssh://ops:hunter22x@arc-03 timed out"
-        ),
-    ]
-    return {"rows": rows, "problems": []}
-
-
-def _halted_rollout(root: Path) -> Path:
-    planned = {
-        "boxes": [
-            {
-                "box": b,
-                "wave": w,
-                "batch": 1,
-                "before": "2026.12.1",
-                "target": "2026.12.2",
-                "action": "upgrade",
-            }
-            for b, w in (("arc-01", "canary"), ("arc-02", "fleet"))
-        ]
-    }
-    run = rollout.start(root / "rollouts", "2026.12.2", planned, when="2026-12-05T10:00:00Z")
-    rollout.step(run, "arc-01", "begin", "ok", when="2026-12-05T10:00:00Z")
-    rollout.step(run, "arc-01", "done", "ok", fields={"after": "2026.12.2"}, when="2026-12-05T10:03:00Z")
-    rollout.step(run, "arc-02", "begin", "ok", when="2026-12-05T10:03:01Z")
-    rollout.step(run, "arc-02", "gate", "failed", "vllm_service: 3 of 10 right", when="2026-12-05T10:05:00Z")
-    rollout.step(run, "arc-02", "rollback", "ok", fields={"after": "2026.12.1"}, when="2026-12-05T10:06:00Z")
-    rollout.step(run, "arc-02", "rollback gate", "ok", when="2026-12-05T10:06:30Z")
-    rollout.halt(run, "arc-02", "gate failed: 3 of 10 right", when="2026-12-05T10:06:31Z")
-    return run
-
-
 def test_a_fleet_page_marks_drift_a_halted_rollout_and_an_unreachable_box(tmp_path, chromium, capsys):
     status = tmp_path / "status.json"
-    status.write_text(json.dumps(_status()))
-    run = _halted_rollout(tmp_path)
+    status.write_text(json.dumps(fleet_records.status()))
+    run = fleet_records.halted_rollout(tmp_path)
     out = tmp_path / "fleet.html"
+    prom = tmp_path / "arcops-fleet.prom"
     argv = ["fleet", "report", "--status", str(status), "--rollout", str(run), "--output", str(out)]
-    assert cli.main(argv) == 0
+    assert cli.main([*argv, "--metrics", str(prom)]) == 0
     assert "1 secret(s) redacted" in capsys.readouterr().out
-    assert "hunter22x" not in out.read_text()
+    assert "hunter22x" not in out.read_text() + prom.read_text()
+    metrics = prom.read_text()
+    for sample in (
+        'arcops_fleet_box_on_target{box="arc-01",running="2026.12.2",target="2026.12.2"} 1',
+        'arcops_fleet_box_on_target{box="arc-02",running="2026.12.1",target="2026.12.2"} 0',
+        'arcops_fleet_box_reachable{box="arc-03"} 0',
+        'arcops_fleet_rollout_info{release="2026.12.2",result="halted"} 1',
+        'arcops_fleet_rollout_halted{release="2026.12.2",box="arc-02"} 1',
+    ):
+        assert sample in metrics.splitlines()
 
     for width in (1100, PHONE):
         opened = browser.open_file(chromium, out, width=width)
@@ -167,13 +127,7 @@ def test_a_fleet_page_marks_drift_a_halted_rollout_and_an_unreachable_box(tmp_pa
 
 
 def test_a_known_bad_release_is_marked_on_the_fleet_page(tmp_path, chromium):
-    found = {
-        "id": "2026.12.3",
-        "known": [
-            "llm-scaler-0.26.0-b1 (bad): dual B60: wrong output on the 10-prompt gate.",
-            "b60-6.17-guc-70.60 (fine): dual B60 at 73.7 tok/s.",
-        ],
-    }
+    found = fleet_records.KNOWN
     out = tmp_path / "fleet.html"
     out.write_text(fleet_report.page({"rows": [], "problems": []}, found, None, time.time(), "lab"))
     opened = browser.open_file(chromium, out)
@@ -181,7 +135,7 @@ def test_a_known_bad_release_is_marked_on_the_fleet_page(tmp_path, chromium):
     banners = opened.page.eval_on_selector_all(
         "#release .banner", "els => els.map(e => [e.className, e.textContent])"
     )
-    assert banners[0] == ["banner bad", "release 2026.12.3: 2 known-stack match(es)"]
+    assert banners[0] == ["banner bad", "release 2026.12.2: 2 known-stack match(es)"]
     assert banners[1][0] == "banner bad" and banners[2][0] == "banner "
     opened.page.close()
 

@@ -15,8 +15,9 @@ from typing import Any
 
 from ..box import facts
 from ..common.outputs import output_file, write_atomic
+from ..common.prometheus_text import render
 from ..common.records import FACT_DIR, read_published
-from ..fleet import fleet_report, release, rollout
+from ..fleet import fleet_metrics, fleet_report, release, rollout
 from ..operate import metrics, redact
 from ..operate import report as box_report
 from .common import read_root
@@ -84,7 +85,10 @@ def _latest_run(folder: Path) -> Path | None:
 
 
 def _cmd_fleet(args: argparse.Namespace) -> int:
-    output = _html_output(args.output)
+    if not (args.output or args.metrics):
+        raise ValueError("arcops fleet report: give --output FILE.html, --metrics FILE or both")
+    output = _html_output(args.output) if args.output else None
+    prom = output_file(args.metrics, "metrics file") if args.metrics else None
     if args.status:
         try:
             status = json.loads(Path(args.status).read_text(encoding="utf-8"))
@@ -109,8 +113,13 @@ def _cmd_fleet(args: argparse.Namespace) -> int:
     record = rollout.load(run) if run else None
     redactor = redact.Redactor([])
     status, found, record = scrub([status, found, record], redactor)
-    title = args.inventory or args.status
-    _write(output, fleet_report.page(status, found, record, time.time(), title), redactor)
+    now = time.time()
+    if prom:
+        write_atomic(prom, render(fleet_metrics.collect(status, found, record, now)))
+        print(f"{prom}: the fleet's metrics")
+    if output:
+        title = args.inventory or args.status
+        _write(output, fleet_report.page(status, found, record, now, title), redactor)
     return 0
 
 
@@ -133,7 +142,12 @@ def add_fleet(sub) -> None:
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("-i", "--inventory", help="read every box now (runs what 'arcops fleet status' runs)")
     source.add_argument("--status", metavar="FILE", help="a saved 'arcops fleet status --json'")
-    p.add_argument("--output", required=True, metavar="FILE.html", help="the page to write (atomically)")
+    p.add_argument("--output", metavar="FILE.html", help="the page to write (atomically)")
+    p.add_argument(
+        "--metrics",
+        metavar="FILE",
+        help="also write the fleet's Prometheus metrics here (the control node's textfile folder)",
+    )
     p.add_argument("--release", metavar="FILE", help="the release file (default: the inventory's stack.yml)")
     p.add_argument(
         "--rollout",

@@ -170,9 +170,10 @@ COMMANDS = {
     "fleet report": (
         "One self-contained HTML page for the fleet: every box against its release (drift marked), "
         "the release's known-stack matches, the last rollout (a halt first); from -i (read now) or a "
-        "saved 'arcops fleet status --json'; strings redacted (docs/operate.md).",
-        f"0; {BAD_INPUT} (not an .html output, a status file that is not status JSON), or the "
-        "inventory could not be read",
+        "saved 'arcops fleet status --json'; strings redacted. --metrics writes the fleet's Prometheus "
+        "metrics for the fleet alerts (docs/operate.md).",
+        f"0; {BAD_INPUT} (neither --output nor --metrics, not an .html output, a status file that is "
+        "not status JSON), or the inventory could not be read",
     ),
     "fleet plan": (
         "What playbooks/rollout.yml would do, from its dry run: per box its wave, action (deploy, "

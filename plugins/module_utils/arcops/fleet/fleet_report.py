@@ -11,7 +11,7 @@ from collections import Counter
 
 from ..common import html_page as h
 from ..common.times import utc_iso
-from . import fleet_status, rollout
+from . import fleet_status, known_stacks, rollout
 
 STATUS_COLUMNS = ["box", *fleet_status.COLUMNS[1:], "error"]
 
@@ -46,7 +46,8 @@ def _known(found: dict | None) -> list[str]:
     if not found:
         return [h.banner("no release file given: known stacks not checked")]
     known = [str(k) for k in found.get("known") or []]
-    bad = [k for k in known if "(bad)" in k.split(":", 1)[0]]  # known_stacks.lines' "name (bad): ..."
+    # A bad match deployed by override is still a known-bad stack on the boxes.
+    bad = [k for k in known if (known_stacks.line_verdict(k) or ("", ""))[1] in ("bad", "overridden")]
     kind = "bad" if bad else ("warn" if known else "ok")
     head = h.banner(f"release {found.get('id', '-')}: {len(known)} known-stack match(es)", kind)
     return [head, *(h.banner(k, "bad" if k in bad else "") for k in known)]

@@ -146,6 +146,14 @@ def refusals(matched: list[dict], overrides: list[str], entries: list[dict]) -> 
     return out
 
 
+def line_verdict(line: str) -> tuple[str, str] | None:
+    """(name, state) of a line lines() wrote ("NAME (STATE): evidence"; STATE bad, fine or
+    overridden), or None for any other text."""
+    head = str(line).split(":", 1)[0]
+    name, _, state = head.partition(" (")
+    return (name, state[:-1]) if state.endswith(")") and name else None
+
+
 def lines(matched: list[dict], overrides: list[str]) -> list[str]:
     """Each match as one line, for preflight's and the plan's output."""
     out = []

@@ -9,33 +9,20 @@ Nothing here asks a service or a GPU.
 GPU sensors (power, energy, temperatures, fans) are node_exporter's own hwmon collector's job:
 the xe driver exposes them under hwmon, so they are not repeated here.
 
-Text exposition format 0.0.4: every family has HELP and TYPE; label values are escaped. Stdlib
-only: it runs on the box.
+Text exposition format 0.0.4 (common.prometheus_text): every family has HELP and TYPE; label
+values are escaped. Stdlib only: it runs on the box.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from ..box import xe_events
+from ..common.prometheus_text import Family, render  # noqa: F401  (render: the callers' entry)
 
 PREFIX = "arcops_"
-
-
-@dataclass
-class Family:
-    name: str
-    kind: str  # gauge | counter
-    help: str
-    samples: list[tuple[dict[str, str], float]] = field(default_factory=list)
-
-    def add(self, value: float | None, **labels: Any) -> None:
-        """A sample; None (not known) adds nothing, so absent never reads as zero."""
-        if value is not None:
-            self.samples.append(({k: str(v) for k, v in labels.items()}, float(value)))
 
 
 def _dict(value: Any) -> dict:
@@ -208,26 +195,6 @@ def collect(
     stamp = Family(f"{PREFIX}metrics_timestamp_seconds", "gauge", "When these metrics were written.")
     stamp.add(now)
     return [*families, stamp]
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def _value(v: float) -> str:
-    return str(int(v)) if v.is_integer() and abs(v) < 2**53 else repr(v)
-
-
-def render(families: list[Family]) -> str:
-    """The text exposition format: HELP, TYPE, then each sample."""
-    out = []
-    for f in families:
-        out.append(f"# HELP {f.name} {_escape(f.help)}")
-        out.append(f"# TYPE {f.name} {f.kind}")
-        for labels, value in f.samples:
-            text = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
-            out.append(f"{f.name}{{{text}}} {_value(value)}" if text else f"{f.name} {_value(value)}")
-    return "\n".join(out) + "\n"
 
 
 def last_start_report(root, report_dir: Any) -> dict | None:
