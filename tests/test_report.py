@@ -51,6 +51,20 @@ def test_a_box_page_shows_its_records_marks_its_resets_and_keeps_secrets_out(tmp
     latest = box / STARTS.lstrip("/") / "health-latest.json"
     report = json.loads(latest.read_text())
     report["why_not"] = "2 restart(s) this hour; /metrics at https://ops:s3cret-pass@10.0.0.5:8000 stalled"
+    kept = "/var/lib/arcops/vllm/starts/health-20261203T100000Z"
+    report["evidence"] = {  # as vllm.health_box's evidence_taker returns it
+        "dir": kept,
+        "stacks": [{"pid": 41, "exe": "/usr/bin/python3", "file": f"{kept}/py-spy-41.txt"}],
+        "devcoredumps": [
+            {
+                "card": "card1",
+                "device": "0000:2d:00.0",
+                "file": f"{kept}/devcoredump-card1.txt",
+                "bytes": 9,
+                "freed": True,
+            }
+        ],
+    }
     latest.write_text(json.dumps(report))
     out = tmp_path / "box.html"
     argv = ["operate", "report", "--root", str(box), "--journal-file", str(HANG), "--name", "box-a"]
@@ -74,6 +88,10 @@ def test_a_box_page_shows_its_records_marks_its_resets_and_keeps_secrets_out(tmp
     ]
     serving = page.inner_text("#serving")
     assert "stall, not restarted: 2 restart(s) this hour" in serving and "[REDACTED]" in serving
+    assert _cells(opened, "evidence") == [
+        ["devcoredump", "card1", f"{kept}/devcoredump-card1.txt"],
+        ["python stacks", "pid 41 /usr/bin/python3", f"{kept}/py-spy-41.txt"],
+    ]
     events = _cells(opened, "xe-events")
     assert [r[0] for r in events] == ["0000:29:00.0", "0000:2d:00.0"]
     assert events[1][3] == "1" and _row_classes(opened, "xe-events") == ["warn", "warn"]

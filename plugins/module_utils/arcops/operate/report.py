@@ -154,7 +154,29 @@ def _serving(start: dict | None, health: tuple[list[float] | None, dict | None],
         )
         why = latest.get("why_not") or latest.get("detail")
         parts.append(h.banner(text + (f": {why}" if why else ""), kind))
+        parts.append(_evidence(_dict(latest.get("evidence"))))
     return h.section("vLLM: start and health", *parts, ident="serving")
+
+
+def _evidence(evidence: dict) -> str:
+    """What the health watch kept before its restart: the folder, stacks and devcoredumps."""
+    if not evidence:
+        return ""
+    rows = [
+        {"kind": "devcoredump", "of": d.get("card"), "file or error": d.get("file") or d.get("error")}
+        for d in map(_dict, _list(evidence.get("devcoredumps")))
+    ]
+    rows += [
+        {
+            "kind": "python stacks",
+            "of": f"pid {p.get('pid')} {p.get('exe') or ''}".strip(),
+            "file or error": p.get("file") or p.get("error"),
+        }
+        for p in map(_dict, _list(evidence.get("stacks")))
+    ]
+    return f'<p class="meta">evidence kept in {h.esc(evidence.get("dir"))}</p>' + h.table(
+        rows, ["kind", "of", "file or error"], ident="evidence"
+    )
 
 
 def _events(lines: list[str] | None) -> str:
