@@ -55,6 +55,16 @@ def test_the_box_state_as_metrics(tmp_path, capsys):
     assert got["arcops_vllm_health_restarts_last_hour"] == 2
     assert got['arcops_vllm_health_report_timestamp_seconds{state="stall",restarted="false"}'] == 1796295600.5
     assert got['arcops_gate_right{service="vllm_service"}'] == 10
+    # The cards' hwmon figures by PCI address: PL1 (max), PL2 (cap), the reactive limit (crit).
+    card = 'card="0000:29:00.0"'
+    assert [got[f'arcops_gpu_power_limit_watts{{{card},limit="{k}"}}'] for k in ("max", "cap", "crit")] == [
+        200,
+        240,
+        300,
+    ]
+    assert got[f"arcops_gpu_energy_joules_total{{{card}}}"] == 512345.678901
+    assert got[f'arcops_gpu_temperature_celsius{{{card},sensor="vram"}}'] == 46
+    assert got[f'arcops_gpu_fan_rpm{{{card},fan="fan1"}}'] == 1150
     assert got['arcops_bench_decode_tokens_per_second{service="vllm_service",streams="4"}'] == 230
     for family in {k.split("{")[0] for k in got}:
         assert f"# HELP {family} " in text and f"# TYPE {family} " in text

@@ -152,6 +152,7 @@ def test_the_role_inputs_are_checked_on_the_control_node(tmp_path):
             "verify_bench_baseline": str(tmp_path / "fifo"),
             "verify_bench_tolerance": 0.1,
             "verify_timeout": 0,
+            "verify_idle_window": 601,
         },
     )
     assert [f.split(":")[0] for f in found] == [
@@ -161,6 +162,7 @@ def test_the_role_inputs_are_checked_on_the_control_node(tmp_path):
         "verify_bench_baseline",
         "verify_bench_concurrency",
         "verify_timeout must be a number of seconds above 0",
+        "verify_idle_window must be seconds from 0 (off) to 600",
     ], found
     assert str(goldens / "old.json") in found[2]
 

@@ -40,6 +40,14 @@ options:
     type: bool
     default: true
   timeout: {description: Seconds per request., type: float, default: 300}
+  idle_window:
+    description:
+      - After the load, wait up to this many seconds for every xe card's power (its hwmon energy
+        counter) to fall to near idle, a quarter of its sustained limit (power1_max); record the
+        figures, and fail the box for a card that stays above. C(0) skips it. A box without the
+        driver's power sensors is recorded as not measured and not failed.
+    type: float
+    default: 60
   bench:
     description:
       - Also bench each target whose gate passed, with C(concurrency), C(prompt_lengths),
@@ -59,7 +67,17 @@ RETURN = r"""
 passed: {description: Every target passed., returned: always, type: bool}
 record: {description: The verdict as the stage records it (nothing volatile)., returned: always, type: dict}
 reasons: {description: "Why it failed, one line each.", returned: always, type: list, elements: str}
-lines: {description: "One line per target, for display.", returned: always, type: list, elements: str}
+lines:
+  description: One line per target, and one for the idle check, for display.
+  returned: always
+  type: list
+  elements: str
+idle_power:
+  description:
+    - The idle check's figures (O(idle_window) above 0 and a target asked) - C(measured), C(idle),
+      C(seconds) and per card C(watts), C(idle_below_w), C(idle). The record keeps the verdicts.
+  returned: when the idle check ran
+  type: dict
 results:
   description: Each target's full gate report and bench result (or its error).
   returned: always
@@ -68,11 +86,21 @@ results:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.box import gpu_power
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.module_args import refuse_bad_paths
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.records import FACT_DIR, read_published
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.sysroot import SysRoot
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove import verify
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove.host_watch import HostWatch
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove.prompts import PromptSetError
+
+
+def _idle(window: float):
+    """The check after the load: every xe card back to near idle within WINDOW seconds."""
+    if not window:
+        return None
+    interval = min(5.0, window)
+    return lambda: gpu_power.settle(SysRoot("/"), window=window, interval=interval)
 
 
 def main():
@@ -86,6 +114,7 @@ def main():
             "watch_host": {"type": "bool", "default": True},
             "timeout": {"type": "float", "default": 300.0},
             "bench": {"type": "dict"},
+            "idle_window": {"type": "float", "default": 60.0},
         },
         supports_check_mode=True,
     )
@@ -101,6 +130,8 @@ def main():
         options = verify.bench_options(p["bench"])
         if not p["timeout"] > 0:
             raise verify.VerifyError(f"timeout: {p['timeout']} seconds: must be above 0")
+        if not 0 <= p["idle_window"] <= 600:
+            raise verify.VerifyError(f"idle_window: {p['idle_window']} seconds: must be 0 to 600")
     except (verify.VerifyError, PromptSetError, ValueError) as e:
         module.fail_json(msg=str(e))
     out = verify.run(
@@ -111,8 +142,10 @@ def main():
         p["timeout"],
         options,
         HostWatch if p["watch_host"] else None,
+        _idle(p["idle_window"]),
     )
-    module.exit_json(changed=False, lines=verify.lines(out["record"]), **out)
+    shown = verify.lines(out["record"]) + verify.idle_lines(out.get("idle_power"))
+    module.exit_json(changed=False, lines=shown, **out)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from ..box import facts, journal
+from ..box import facts, gpu_power, journal
 from ..common.outputs import output_file, write_atomic
 from ..common.records import FACT_DIR, read_published
 from ..common.report import print_json, print_table
@@ -43,6 +43,7 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
         kernel_lines_for(args),
         time.time(),
         metrics.health_files(root, report_dir),
+        gpu_power.cards(root),
     )
     text = metrics.render(families)
     if args.output:

@@ -35,7 +35,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..box import drm_memory, facts, xe_events
+from ..box import drm_memory, facts, gpu_power, xe_events
 from ..common.outputs import OutputError, sync_dir
 from ..common.records import FACT_DIR, STATE_ROOT, read_published
 from ..common.sysroot import SysRoot
@@ -272,7 +272,8 @@ def collect(
     boots = {boot: None if lines is None else xe_events.count(lines) for boot, lines in journals.items()}
     bundle.add(Entry("arcops/xe-events.json", "xe events per card (from the journals)", "ok"), _json(boots))
     report = metrics.last_start_report(root, vllm.get("report_dir"))
-    text = metrics.render(metrics.collect(records, box, report, journals["this-boot"], now))
+    power = gpu_power.cards(root)
+    text = metrics.render(metrics.collect(records, box, report, journals["this-boot"], now, power=power))
     bundle.add(Entry("arcops/metrics.prom", "arcops operate metrics", "ok"), text)
 
     add_files(bundle, root, FILE_GLOBS)

@@ -6,8 +6,8 @@ bench), the watchdog's last start report, the GPUs the box sees (GuC loaded per 
 Linux allows peer-to-peer DMA per pair), and this boot's kernel journal (xe events per card).
 Nothing here asks a service or a GPU.
 
-GPU sensors (power, energy, temperatures, fans) are node_exporter's own hwmon collector's job:
-the xe driver exposes them under hwmon, so they are not repeated here.
+Each xe card's power limits, energy counter, temperatures and fans (the driver's hwmon) are
+given by its PCI address: node_exporter's hwmon collector has them too, named by sysfs path.
 
 Text exposition format 0.0.4 (common.prometheus_text): every family has HELP and TYPE; label
 values are escaped. Stdlib only: it runs on the box.
@@ -110,6 +110,33 @@ def _gpus(facts: dict, lines: list[str] | None) -> list[Family]:
     return [guc, p2p, events, readable]
 
 
+def _power(cards: list[dict] | None) -> list[Family]:
+    """Each xe card's hwmon figures by its PCI address (box.gpu_power.cards): node_exporter's
+    hwmon series name a card by its sysfs path instead, and the driver's limits are easy to
+    misread (power1_crit is not a cap). Power and the idle flag are the rules' (rate() of the
+    energy counter against the sustained limit: monitoring/prometheus/arcops.rules.yml)."""
+    limit = Family(
+        f"{PREFIX}gpu_power_limit_watts",
+        "gauge",
+        "The card's power limits (hwmon): max the sustained limit PL1, cap the burst limit PL2, "
+        "crit the reactive critical limit.",
+    )
+    energy = Family(
+        f"{PREFIX}gpu_energy_joules_total", "counter", "Energy the whole card drew (hwmon energy1)."
+    )
+    temp = Family(f"{PREFIX}gpu_temperature_celsius", "gauge", "The card's temperatures (hwmon: pkg, vram).")
+    fan = Family(f"{PREFIX}gpu_fan_rpm", "gauge", "The card's fans, where the driver exposes them (hwmon).")
+    for card in cards or []:
+        for kind, watts in sorted(card["limits_w"].items()):
+            limit.add(watts, card=card["card"], limit=kind)
+        energy.add(card["energy_j"], card=card["card"])
+        for sensor, celsius in sorted(card["temps_c"].items()):
+            temp.add(celsius, card=card["card"], sensor=sensor)
+        for name, rpm in sorted(card["fans_rpm"].items()):
+            fan.add(rpm, card=card["card"], fan=name)
+    return [limit, energy, temp, fan]
+
+
 def _start(report: dict | None) -> list[Family]:
     ready = Family(f"{PREFIX}vllm_start_ready", "gauge", "1 when the last vLLM start came up ready, else 0.")
     attempts = Family(
@@ -184,12 +211,14 @@ def collect(
     kernel_lines: list[str] | None,
     now: float,
     health: tuple[list[float] | None, dict | None] = (None, None),
+    power: list[dict] | None = None,
 ) -> list[Family]:
     """Every family, from the records (as arcops.common.records.read_published), the facts
-    (arcops.box.facts.collect), the last start report, this boot's kernel lines (None: unreadable)
-    and the health watch's (restart times, latest report)."""
+    (arcops.box.facts.collect), the last start report, this boot's kernel lines (None: unreadable),
+    the health watch's (restart times, latest report) and the cards' hwmon figures
+    (arcops.box.gpu_power.cards)."""
     records = {k: v for k, v in records.items() if isinstance(v, dict)}
-    families = [_stack(records, facts), *_gpus(facts, kernel_lines), *_start(start_report)]
+    families = [_stack(records, facts), *_gpus(facts, kernel_lines), *_power(power), *_start(start_report)]
     families += _health(*health, now)
     families += _verify(_dict(records.get("verify")))
     stamp = Family(f"{PREFIX}metrics_timestamp_seconds", "gauge", "When these metrics were written.")

@@ -191,16 +191,53 @@ def run(
     timeout: float = 300.0,
     bench_options: dict | None = None,
     watch: Callable[[], Any] | None = None,
+    idle: Callable[[], dict] | None = None,
 ) -> dict:
     """Every target verified in turn: {passed, record, reasons, results}. No target is a failure
-    too: a box that serves nothing has not been proven to serve."""
+    too: a box that serves nothing has not been proven to serve. IDLE, when given, is asked once
+    the load has ended whether the GPUs fall back to near idle (box.gpu_power.settle's answer);
+    its figures are recorded, and a card that stays busy fails the box."""
     results = [verify_target(t, data, goldens, fail_on_drift, timeout, bench_options, watch) for t in targets]
     summaries = {r["target"]["name"]: summary(r) for r in results}
     why = [line for name, s in summaries.items() for line in reasons(name, s)]
     if not targets:
         why.append("no service to verify: no serving stage recorded an endpoint and verify_targets is empty")
     record = {"passed": not why, "targets": summaries, "prompt_set": set_id(data)}
-    return {"passed": not why, "record": record, "reasons": why, "results": results}
+    settled = idle() if idle is not None and targets else None
+    if settled is not None:
+        record["idle_power"] = idle_record(settled)
+        why += idle_reasons(settled)
+        record["passed"] = not why
+    out = {"passed": not why, "record": record, "reasons": why, "results": results}
+    return {**out, "idle_power": settled} if settled is not None else out
+
+
+def idle_record(settled: dict) -> dict:
+    """What the record keeps of the idle check: the verdict per card and its threshold, and the
+    watts of a card that stayed busy. A resting card's exact watts and the seconds it took vary
+    from run to run; kept, they would make a box that behaves the same change its record
+    (changed=1) at every verify. They are in the module's result and the play's output."""
+    cards = {
+        card: {
+            "idle": c["idle"],
+            "idle_below_w": c["idle_below_w"],
+            **({} if c["idle"] else {"watts": c["watts"]}),
+        }
+        for card, c in sorted(settled.get("cards", {}).items())
+    }
+    return {"measured": settled.get("measured"), "idle": settled.get("idle"), "cards": cards}
+
+
+def idle_reasons(settled: dict) -> list[str]:
+    """A line per card still busy after the load (none when idle or not measured)."""
+    if settled.get("idle") is not False:
+        return []
+    return [
+        f"idle power: GPU {card} still draws {c['watts']:g} W {settled['seconds']:g} s after the load "
+        f"(near idle is under {c['idle_below_w']:g} W: a GPU that never drops to idle, llama.cpp #24946)"
+        for card, c in sorted(settled.get("cards", {}).items())
+        if not c.get("idle")
+    ]
 
 
 def set_id(data: dict) -> str:
@@ -304,3 +341,16 @@ def lines(record: dict) -> list[str]:
             text += f", bench against {against}: {'; '.join(s['bench']['worse']) or 'within tolerance'}"
         out.append(f"{text}; {verdict}")
     return out
+
+
+def idle_lines(settled: dict | None) -> list[str]:
+    """The idle check as one line for the play (none when it did not run)."""
+    if settled is None:
+        return []
+    if not settled.get("measured"):
+        return ["idle power: not measured (no xe power sensors here)"]
+    cards = ", ".join(f"{card} {c['watts']:g} W" for card, c in sorted(settled["cards"].items()))
+    below = max(c["idle_below_w"] for c in settled["cards"].values())
+    verdict = "PASS" if settled["idle"] else "FAIL"
+    when = f"{settled['seconds']:g} s after the load"
+    return [f"idle power {when}: {cards} (near idle under {below:g} W); {verdict}"]

@@ -305,6 +305,9 @@ def verify(v: dict) -> list[str]:
             out.append(str(e).replace("bench.", "verify_bench_", 1))
     if (number(v.get("verify_timeout")) or 0) <= 0:
         out.append("verify_timeout must be a number of seconds above 0")
+    window = number(v.get("verify_idle_window", 60))
+    if window is None or not 0 <= window <= 600:
+        out.append("verify_idle_window must be seconds from 0 (off) to 600")
     return out
 
 
