@@ -184,3 +184,15 @@ def test_a_user_space_line_that_looks_like_a_reset_is_not_counted(tmp_path, caps
     )
     got = samples(capsys.readouterr().out)
     assert got['arcops_xe_events_total{card="0000:29:00.0",kind="gt_reset"}'] == 2
+
+
+def test_the_vllm_service_s_own_p2p_decision_is_a_metric():
+    def decision(p2p):
+        records = {"vllm_service": {"image": "i", "p2p": p2p}}
+        text = metrics.render(metrics.collect(records, {"gpus": []}, None, None, 0.0))
+        return [line for line in text.splitlines() if line.startswith("arcops_vllm_p2p_enabled")]
+
+    # vllm_service's record: auto turned off across a pair Linux refuses, or forced by hand.
+    assert decision({"setting": "auto", "enabled": False}) == ['arcops_vllm_p2p_enabled{setting="auto"} 0']
+    assert decision({"setting": True, "enabled": True}) == ['arcops_vllm_p2p_enabled{setting="true"} 1']
+    assert decision(None) == [] and decision({"setting": "auto", "enabled": "yes"}) == []

@@ -137,6 +137,21 @@ def _power(cards: list[dict] | None) -> list[Family]:
     return [limit, energy, temp, fan]
 
 
+def _vllm_p2p(vllm: dict) -> Family:
+    """The vLLM service's own P2P decision, as its record keeps it (vllm/peer_access.py)."""
+    family = Family(
+        f"{PREFIX}vllm_p2p_enabled",
+        "gauge",
+        "1 when the vLLM service runs with peer-to-peer between its GPUs, 0 when not "
+        "(setting: auto, true or false).",
+    )
+    p2p = _dict(vllm.get("p2p"))
+    if isinstance(p2p.get("enabled"), bool):
+        setting = p2p.get("setting")
+        family.add(int(p2p["enabled"]), setting="auto" if setting is None else str(setting).lower())
+    return family
+
+
 def _start(report: dict | None) -> list[Family]:
     ready = Family(f"{PREFIX}vllm_start_ready", "gauge", "1 when the last vLLM start came up ready, else 0.")
     attempts = Family(
@@ -219,6 +234,7 @@ def collect(
     (arcops.box.gpu_power.cards)."""
     records = {k: v for k, v in records.items() if isinstance(v, dict)}
     families = [_stack(records, facts), *_gpus(facts, kernel_lines), *_power(power), *_start(start_report)]
+    families.append(_vllm_p2p(_dict(records.get("vllm_service"))))
     families += _health(*health, now)
     families += _verify(_dict(records.get("verify")))
     stamp = Family(f"{PREFIX}metrics_timestamp_seconds", "gauge", "When these metrics were written.")
