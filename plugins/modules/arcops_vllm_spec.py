@@ -106,11 +106,11 @@ def main():
     mem = module.params["host_mem_total_gib"]
     if mem is None:  # the box this runs on: no fact gathering needed
         mem = mem_total_gib(SysRoot("/"))
-    nodes, pairs = module.params["render_nodes"], None
+    nodes, pairs, arc_gpus = module.params["render_nodes"], None, None
     if nodes is None:  # the box this runs on: its GPUs, and what Linux allows between them
-        nodes, pairs = this_box(bool(settings.get("devices")))
+        nodes, pairs, arc_gpus = this_box(bool(settings.get("devices")))
     try:
-        spec = render(settings, mem, nodes, pairs)
+        spec = render(settings, mem, nodes, pairs, arc_gpus)
     except SpecError as e:
         module.fail_json(msg=str(e), problems=e.problems)
     if spec["p2p"]["warning"]:

@@ -40,13 +40,13 @@ def _cmd_vllm_render(args: argparse.Namespace) -> int:
             figure = f"this machine's MemTotal, {mem:.1f} GiB" if mem else "none (no MemTotal): no RAM check"
         print(f"arcops: host RAM figure for the check: {figure}", file=sys.stderr)
         nodes = [n for n in args.render_nodes.split(",") if n] if args.render_nodes is not None else None
-        pairs = None
+        pairs = arc_gpus = None
         if nodes is None:  # this machine: its Arc GPUs stand for empty devices, and P2P is judged on it
             from ..vllm import peer_access
 
-            nodes, pairs = peer_access.this_box(bool(settings.get("devices")))
+            nodes, pairs, arc_gpus = peer_access.this_box(bool(settings.get("devices")))
         try:
-            spec = vllm_spec.render(settings, mem, nodes, pairs)
+            spec = vllm_spec.render(settings, mem, nodes, pairs, arc_gpus)
             if spec["p2p"]["warning"]:
                 print(f"arcops: warning: {spec['p2p']['warning']}", file=sys.stderr)
         except vllm_spec.SpecError as e:

@@ -74,7 +74,54 @@ def devices_problem(devices: list[str], count: int) -> list[str]:
     ]
 
 
+def box_arc_gpus(gpus: list[dict]) -> list[dict]:
+    """The box's Arc GPUs on xe with a render node, in PCI address order: {address, model,
+    render} (from arcops box facts' gpus; an iGPU or an unbound card is not one)."""
+    found = [g for g in gpus if g.get("model") and g.get("driver") == "xe" and g.get("render")]
+    return [
+        {"address": str(g["address"]), "model": str(g["model"]), "render": str(g["render"])}
+        for g in sorted(found, key=lambda g: str(g.get("address")))
+    ]
+
+
 def box_render_nodes(gpus: list[dict]) -> list[str]:
     """The render nodes of the box's Arc GPUs on xe, in PCI address order (arcops box facts' gpus)."""
-    found = [g for g in gpus if g.get("model") and g.get("driver") == "xe" and g.get("render")]
-    return [str(g["render"]) for g in sorted(found, key=lambda g: str(g.get("address")))]
+    return [g["render"] for g in box_arc_gpus(gpus)]
+
+
+def _listed(arc_gpus: list[dict]) -> str:
+    return ", ".join(f"{g['address']} ({g['model']})" for g in arc_gpus) or "none"
+
+
+def devices_by_address(
+    addresses: list[str], arc_gpus: list[dict] | None, count: int
+) -> tuple[list[str], str | None]:
+    """The render nodes of the GPUs named by PCI address, in their order, for COUNT-way tensor
+    parallelism; a problem when one is not an Arc GPU on xe here, or there are too few."""
+    if arc_gpus is None:
+        return [], "gpus names GPUs by PCI address, and this box's GPUs are not known here: run it on the box"
+    by_address = {g["address"]: g for g in arc_gpus}
+    unknown = [a for a in addresses if a not in by_address]
+    if unknown:
+        return [], (
+            f"gpus: {', '.join(unknown)} is no Arc GPU on xe on this box (its Arc GPUs: {_listed(arc_gpus)})"
+        )
+    if len(set(addresses)) != len(addresses):
+        return [], f"gpus: {', '.join(addresses)} names a GPU twice"
+    if len(addresses) < count:
+        return [], f"tensor_parallel_size {count} needs {count} GPUs; gpus names {len(addresses)}"
+    return [f"{by_address[a]['render']}:{by_address[a]['render']}" for a in addresses], None
+
+
+def mixed_models_problem(arc_gpus: list[dict] | None, count: int) -> str | None:
+    """The refusal when the first COUNT Arc GPUs (what empty devices and gpus stand for) are not
+    all one model: tensor parallelism splits the model evenly, and a B60 beside a B70 runs at the
+    smaller card's memory and speed, or not at all."""
+    first = (arc_gpus or [])[:count]
+    models = sorted({g["model"] for g in first})
+    if len(models) < 2:
+        return None
+    return (
+        f"the first {count} Arc GPUs are not one model ({_listed(first)}): name the cards vLLM uses "
+        f"in gpus, by PCI address (this box's Arc GPUs: {_listed(arc_gpus or [])})"
+    )

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from ..common.sysroot import SysRoot
-from .exposure import box_render_nodes
+from .exposure import box_arc_gpus, box_render_nodes
 
 _RENDER_NODE = re.compile(r"/dev/dri/renderD[0-9]{1,4}")
 
@@ -41,13 +41,15 @@ def pairs_by_node(facts: dict) -> list[dict]:
     return out
 
 
-def this_box(devices_given: bool) -> tuple[list[str] | None, list[dict]]:
+def this_box(devices_given: bool) -> tuple[list[str] | None, list[dict], list[dict]]:
     """On the box this runs on: the render nodes that empty devices stand for (None when devices
-    are given) and what Linux allows between its GPUs (pairs_by_node)."""
+    are given), what Linux allows between its GPUs (pairs_by_node) and its Arc GPUs
+    (exposure.box_arc_gpus: what gpus names by address)."""
     from ..box import facts  # here, not at import: vllm_spec (which imports this) starts without it
 
     box = facts.collect(SysRoot("/"), read_journal=False)
-    return (None if devices_given else box_render_nodes(box["gpus"])), pairs_by_node(box)
+    nodes = None if devices_given else box_render_nodes(box["gpus"])
+    return nodes, pairs_by_node(box), box_arc_gpus(box["gpus"])
 
 
 def used_nodes(devices: list[str]) -> set[str]:

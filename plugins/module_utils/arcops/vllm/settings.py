@@ -15,7 +15,7 @@ from __future__ import annotations
 from ..common.numbers import MAX_TOKENS
 from ..common.settings_table import Setting, Table
 from ..common.settings_table import setting as _s
-from .shapes import CONTAINER_NAME, DEVICE, MODEL_PATH
+from .shapes import CONTAINER_NAME, DEVICE, MODEL_PATH, PCI_ADDRESS
 
 PREFIX = "vllm_service_"
 
@@ -101,6 +101,16 @@ SETTINGS: tuple[Setting, ...] = (
         "Device mappings host[:container[:perms]]. Empty: the render nodes of the first "
         "tensor_parallel_size Arc GPUs on xe, read on the box (least privilege, docs/security.md).",
         shape=DEVICE,
+    ),
+    _s(
+        "gpus",
+        "str_list",
+        [],
+        "The Arc GPUs vLLM uses, by PCI address (arcops box gpus lists them), in tensor-parallel "
+        "order: the container gets exactly their render nodes. Empty: the first "
+        "tensor_parallel_size Arc GPUs on xe, which must be one model (a B60 beside B70s is refused "
+        "there: name the cards). Not with devices.",
+        shape=PCI_ADDRESS,
     ),
     _s("mount_dri_by_path", "bool", True, "Mount /dev/dri/by-path read-only."),
     _s(

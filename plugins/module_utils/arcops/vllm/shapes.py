@@ -80,6 +80,16 @@ def render_nodes_given(devices: list[str]) -> int | None:
     return len(targets)
 
 
+_PCI_ADDRESS = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
+
+
+def _pci_address(address: str) -> str | None:
+    if _PCI_ADDRESS.fullmatch(address):
+        return None
+    return "is not a PCI address as sysfs writes it: domain:bus:device.function, e.g. 0000:03:00.0"
+
+
+PCI_ADDRESS = Shape("A PCI address as sysfs writes it, e.g. 0000:03:00.0 (lower case).", _pci_address)
 DEVICE = Shape(
     f"Each entry maps a host GPU node under {DRI} (or {STAND_IN}, which grants nothing, where there "
     f"is no GPU) onto a path under {DRI}.",

@@ -139,13 +139,16 @@ def render(
     host_mem_total_gib: float | None,
     render_nodes: list[str] | None = None,
     p2p_pairs: list[dict] | None = None,
+    box_gpus: list[dict] | None = None,
 ) -> dict:
     """The container spec for these settings, or SpecError listing every problem.
 
     host_mem_total_gib is the host's MemTotal in GiB (None: skip the RAM check); render_nodes
     the render nodes of the box's Arc GPUs (exposure.box_render_nodes), which empty devices
     stand for (None: not known here, so devices must be given); p2p_pairs what Linux allows
-    between them (peer_access.pairs_by_node; None: not known here, so p2p auto is on).
+    between them (peer_access.pairs_by_node; None: not known here, so p2p auto is on); box_gpus
+    the box's Arc GPUs by address and model (exposure.box_arc_gpus; None: not known here), which
+    gpus names and empty devices must not mix.
     """
     problems: list[str] = []
     s, bad = spec_checks.typed(settings, problems)
@@ -171,10 +174,19 @@ def render(
     spec_checks.check_extras(s, problems)
     spec_checks.check_ram(s["profile"], mem, s["allow_low_ram"], problems)
     devices = list(s["devices"])
-    if not devices and "tensor_parallel_size" not in bad:
-        devices, problem = exposure.devices_for(render_nodes, s["tensor_parallel_size"])
+    tp_ok = "tensor_parallel_size" not in bad
+    if "gpus" in bad:
+        pass  # said already; no choice is made from a wrong one
+    elif devices and s["gpus"]:
+        problems.append("devices and gpus both choose the container's GPUs: give one of them")
+    elif s["gpus"] and tp_ok:
+        devices, problem = exposure.devices_by_address(s["gpus"], box_gpus, s["tensor_parallel_size"])
         problems += [problem] if problem else []
-    elif "devices" not in bad and "tensor_parallel_size" not in bad:
+    elif not devices and tp_ok:
+        devices, problem = exposure.devices_for(render_nodes, s["tensor_parallel_size"])
+        problem = problem or exposure.mixed_models_problem(box_gpus, s["tensor_parallel_size"])
+        problems += [problem] if problem else []
+    elif "devices" not in bad and tp_ok:
         problems += exposure.devices_problem(devices, s["tensor_parallel_size"])
     p2p, problem = peer_access.decide(s["p2p"], devices, p2p_pairs, s["tensor_parallel_size"])
     problems += [problem] if problem else []
