@@ -13,6 +13,7 @@ from ..common.outputs import output_file, write_atomic
 from ..common.records import FACT_DIR, read_published
 from ..common.report import print_json, print_table
 from ..operate import diag, metrics
+from ..vllm import out_of_service
 from .common import kernel_log, one_line, read_root
 
 
@@ -44,6 +45,7 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
         time.time(),
         metrics.health_files(root, report_dir),
         gpu_power.cards(root),
+        out_of_service.read(root.path(out_of_service.MARK)),
     )
     text = metrics.render(families)
     if args.output:

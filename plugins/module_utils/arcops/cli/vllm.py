@@ -116,7 +116,7 @@ def _cmd_health_watch(args: argparse.Namespace) -> int:
     import threading
 
     from ..box import journal
-    from ..vllm import docker_api, health_box, health_watch, vllm_spec, watchdog
+    from ..vllm import docker_api, health_box, health_watch, out_of_service, vllm_spec, watchdog
 
     try:
         spec = watchdog.load_spec(args.spec)
@@ -154,6 +154,8 @@ def _cmd_health_watch(args: argparse.Namespace) -> int:
         new_kernel_lines=lines,
         evidence=health_box.evidence_taker(engine, spec["name"], sysroot, args.py_spy),
         restart=health_box.systemd_restart(args.unit),
+        stop=health_box.systemd_stop(args.unit),
+        out_of_service=sysroot.path(out_of_service.MARK),
     )
     stop = threading.Event()
     handlers = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGTERM, signal.SIGINT)}

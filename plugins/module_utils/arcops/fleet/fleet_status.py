@@ -8,6 +8,7 @@ target release and the wave, and prints the table.
 from __future__ import annotations
 
 import io
+from pathlib import Path
 from typing import Any
 
 from ..box import xe_events
@@ -16,6 +17,7 @@ from ..common.numbers import MAX_COUNT, MAX_RATE, from_text, number
 from ..common.records import read_published
 from ..common.report import print_table
 from ..stages.status import read_start_report
+from ..vllm import out_of_service
 from . import waves
 
 COLUMNS = [
@@ -49,8 +51,11 @@ def resets(lines) -> int:
     return sum(found.get(kind, 0) for kind in RESET_KINDS)
 
 
-def box_facts(records: dict, facts: dict, start: dict | None, xe_resets: int | None) -> dict:
-    """What the box says of itself, in the columns' terms (records as records.read_published)."""
+def box_facts(
+    records: dict, facts: dict, start: dict | None, xe_resets: int | None, wedged: dict | None = None
+) -> dict:
+    """What the box says of itself, in the columns' terms (records as records.read_published;
+    WEDGED the out-of-service mark, which the start column shows first)."""
     verify = _dict(records.get("verify"))
     vllm = _dict(records.get("vllm_service"))
     gucs = [str(g.get("guc_loaded") or "-") for g in facts.get("gpus") or [] if isinstance(g, dict)]
@@ -73,7 +78,11 @@ def box_facts(records: dict, facts: dict, start: dict | None, xe_resets: int | N
         "guc": gucs,
         "image": vllm.get("image"),
         "image_id": (vllm.get("image_digest") or vllm.get("image_id") or "")[:19] or None,
-        "start": (start or {}).get("result"),
+        "start": (
+            f"OUT OF SERVICE (wedged {', '.join(wedged.get('cards') or []) or 'GPU'})"
+            if wedged
+            else (start or {}).get("result")
+        ),
         "gate": gate,
         "xe_resets": xe_resets,
     }
@@ -101,7 +110,8 @@ def read_box(fact_dir: str, facts: dict, kernel_lines) -> dict:
     records = read_published(fact_dir)
     records = {k: (v if isinstance(v, dict) else None) for k, v in records.items()}
     start = last_start(_dict(records.get("vllm_service")).get("report_dir"))
-    return box_facts(records, facts, start, resets(kernel_lines))
+    wedged = out_of_service.read(Path(out_of_service.MARK))
+    return box_facts(records, facts, start, resets(kernel_lines), wedged)
 
 
 def row(host: str, wave: str, target: str | None, box: dict | None, error: str | None = None) -> dict:

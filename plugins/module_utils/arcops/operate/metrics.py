@@ -137,6 +137,18 @@ def _power(cards: list[dict] | None) -> list[Family]:
     return [limit, energy, temp, fan]
 
 
+def _out_of_service(vllm: dict, mark: dict | None) -> Family:
+    """1 while the box is out of service (a wedged GPU; vllm/out_of_service.py), 0 in service."""
+    family = Family(
+        f"{PREFIX}vllm_out_of_service",
+        "gauge",
+        "1 while vLLM is kept stopped because a GPU is wedged (until the box reboots), else 0.",
+    )
+    if vllm:  # a box that serves no vLLM has nothing to be out of
+        family.add(1 if mark else 0, cards=",".join((mark or {}).get("cards") or []))
+    return family
+
+
 def _vllm_p2p(vllm: dict) -> Family:
     """The vLLM service's own P2P decision, as its record keeps it (vllm/peer_access.py)."""
     family = Family(
@@ -227,14 +239,16 @@ def collect(
     now: float,
     health: tuple[list[float] | None, dict | None] = (None, None),
     power: list[dict] | None = None,
+    out_of_service: dict | None = None,
 ) -> list[Family]:
     """Every family, from the records (as arcops.common.records.read_published), the facts
     (arcops.box.facts.collect), the last start report, this boot's kernel lines (None: unreadable),
-    the health watch's (restart times, latest report) and the cards' hwmon figures
-    (arcops.box.gpu_power.cards)."""
+    the health watch's (restart times, latest report), the cards' hwmon figures
+    (arcops.box.gpu_power.cards) and the out-of-service mark (arcops.vllm.out_of_service.read)."""
     records = {k: v for k, v in records.items() if isinstance(v, dict)}
     families = [_stack(records, facts), *_gpus(facts, kernel_lines), *_power(power), *_start(start_report)]
     families.append(_vllm_p2p(_dict(records.get("vllm_service"))))
+    families.append(_out_of_service(_dict(records.get("vllm_service")), out_of_service))
     families += _health(*health, now)
     families += _verify(_dict(records.get("verify")))
     stamp = Family(f"{PREFIX}metrics_timestamp_seconds", "gauge", "When these metrics were written.")

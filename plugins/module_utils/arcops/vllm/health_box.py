@@ -84,6 +84,17 @@ def systemd_restart(unit: str) -> Callable[[], None]:
     return restart
 
 
+def systemd_stop(unit: str) -> Callable[[], None]:
+    """Ask systemd to stop UNIT without waiting for it (a wedged GPU: no restart helps)."""
+
+    def stop() -> None:
+        done = _systemctl("stop", "--no-block", unit)
+        if done.returncode != 0:
+            raise RestartError(f"systemctl stop {unit}: {(done.stderr or done.stdout).strip()[-300:]}")
+
+    return stop
+
+
 def systemd_active(unit: str) -> Callable[[], bool]:
     """Whether UNIT is up (active), not starting, stopping or down."""
 

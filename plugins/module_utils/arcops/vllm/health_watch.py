@@ -1,6 +1,8 @@
 """The watch after start-up: at each look (the caller sets the pace), vLLM's /metrics and the
 kernel lines since the last look (arcops.vllm.health judges), and on a stall or a new xe event:
-evidence first, then a restart when the policy allows, and a health report either way.
+evidence first, then a restart when the policy allows, and a health report either way. A failed
+GT reset (a wedged GPU) is never restarted: vLLM is stopped and the box marked out of service
+until it reboots (out_of_service.py).
 
 Everything it touches comes in as a callable (fetch, new kernel lines, evidence, restart, clocks),
 so the loop is tested as it runs; the service that wires it to the box's journal, engine and
@@ -23,7 +25,7 @@ from pathlib import Path
 from ..box import xe_events
 from ..common.outputs import write_atomic
 from ..common.times import utc_iso, utc_stamp
-from . import health, serving_metrics
+from . import health, out_of_service, serving_metrics
 from .watch_options import HealthOptions
 
 HANG_KINDS = (xe_events.ENGINE_RESET, xe_events.TIMEDOUT_JOB)
@@ -67,6 +69,8 @@ class HealthWatch:
         fetch: Callable[[str], str] = serving_metrics.fetch,
         monotonic: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
+        stop: Callable[[], None] | None = None,
+        out_of_service: Path | None = None,
     ):
         self.url, self.report_dir, self.options = url, report_dir, options
         self.new_kernel_lines, self.evidence, self.restart, self.fetch = (
@@ -76,6 +80,8 @@ class HealthWatch:
             fetch,
         )
         self.monotonic, self.wall = monotonic, wall
+        # A wedged GPU: vLLM is stopped (STOP) and the box marked out of service (OUT_OF_SERVICE).
+        self.stop, self.out_of_service = stop, out_of_service
         self.watch = health.StallWatch(options.stall_seconds)
         self.policy = health.RestartPolicy(
             options.max_restarts_per_hour, options.min_interval, read_restarts(report_dir) or []
@@ -99,11 +105,41 @@ class HealthWatch:
         self.new_kernel_lines()
         self.unanswered = 0
 
+    def _wedged(self, now_wall: float, lines: list[str], found: dict) -> dict:
+        """A failed GT reset: evidence, then vLLM stopped and the box out of service (no restart
+        brings a wedged GPU back; a reboot does)."""
+        by_device = xe_events.count(lines)["by_device"]
+        cards = sorted(d for d, kinds in by_device.items() if kinds.get(xe_events.GT_RESET_FAILED))
+        report = {
+            "at": utc_iso(now_wall),
+            "at_epoch": now_wall,
+            "state": "wedged",
+            "detail": f"GT reset failed on {', '.join(cards)}: the GPU is wedged",
+            "restart": False,
+            "why_not": "a wedged GPU comes back only with a reboot: vLLM stopped, the box out of service",
+            "reading": None,
+            "xe_events": found,
+            "evidence": self.evidence(self.report_dir / f"health-{utc_stamp(now_wall)}"),
+            "restarted": False,
+            "restart_error": None,
+        }
+        try:
+            if self.stop is not None:
+                self.stop()
+        except (OSError, RestartError) as e:
+            report["restart_error"] = f"stopping vLLM: {e}"
+        if self.out_of_service is not None:
+            report["out_of_service"] = out_of_service.mark(self.out_of_service, report, cards)
+        self._report(report)
+        return report
+
     def step(self) -> dict | None:
         """One look; the health report written (None when all is well)."""
         now_wall = self.wall()
         lines = self.new_kernel_lines()
         found = xe_events.count(lines)["by_kind"] if lines else {}
+        if found.get(xe_events.GT_RESET_FAILED):
+            return self._wedged(now_wall, lines, found)
         new_events = sum(found.get(kind, 0) for kind in HANG_KINDS)
         why = ""
         try:

@@ -24,7 +24,7 @@ Ansible created from the spec) and follows the kernel journal from that moment f
 Exit codes:
   0  ready (and then stopped on request, or --until-ready); also stopped by a signal before ready
   1  crash: the container exited on its own with no xe event, before or after ready
-  2  usage, spec or engine error
+  2  usage, spec or engine error; or the box is out of service (a wedged GPU: out_of_service.py)
   3  an xe event on every attempt
   4  no ready and no xe event within the start timeout (container stopped; not retried)
 
@@ -46,6 +46,7 @@ from ..box import journal
 from ..common.inputs import InputError, read_text
 from ..common.sysroot import SysRoot
 from ..common.times import utc_iso, utc_stamp
+from . import out_of_service
 from .docker_api import DockerError
 from .watch_events import PREFIX, WatchEvents
 from .watch_options import WatchdogOptions
@@ -210,6 +211,9 @@ class Watchdog(WatchedStart):
     def _run(self) -> str:
         if self.options.attempts < 1:
             return self._error("--attempts must be at least 1")
+        wedged = out_of_service.read(self.sysroot.path(out_of_service.MARK))
+        if wedged is not None:  # exit 2: the unit's RestartPreventExitStatus, so no retry loop
+            return self._error(f"not starting: {out_of_service.sentence(wedged)}")
         self.options.report_dir.mkdir(parents=True, exist_ok=True)
         info = self.engine.inspect(self.name)
         if info is None:

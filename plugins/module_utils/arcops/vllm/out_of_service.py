@@ -1,0 +1,64 @@
+"""A box whose GPU is wedged is out of service until it reboots.
+
+xe declares a device wedged when a GT reset fails ("reset failed (-ETIMEDOUT)", then "Xe has
+declared device ... as wedged"): no restart of vLLM brings it back, only a reboot (reports:
+compute-runtime #946, #962; llama.cpp #25692). The health watch then takes the evidence, stops
+vLLM and writes MARK; the start watchdog refuses to start while MARK exists; the metrics and
+`arcops fleet status` say so. MARK is under /run, which is emptied at every boot: the reboot that
+un-wedges the GPU also puts the box back in service, and nothing else does.
+
+Stdlib only: it runs on the box.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..common.outputs import write_atomic
+
+MARK = "/run/arcops/vllm-out-of-service.json"
+
+
+def mark(path: Path, report: dict, cards: list[str]) -> dict:
+    """Write the mark for the health report that took the box out of service."""
+    data = {
+        "since": report.get("at"),
+        "since_epoch": report.get("at_epoch"),
+        "state": report.get("state"),
+        "cards": sorted(cards),
+        "detail": report.get("detail"),
+        "evidence": (report.get("evidence") or {}).get("dir"),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+    return data
+
+
+def read(path: Path) -> dict | None:
+    """The mark, or None when the box is in service. A mark that cannot be read still says out
+    of service (something wrote it there): its content is then unknown."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return {"cards": [], "detail": "unreadable mark"}
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict):
+        return {"cards": [], "detail": "unreadable mark"}
+    cards = data.get("cards")
+    data["cards"] = [c for c in cards if isinstance(c, str)] if isinstance(cards, list) else []
+    return data
+
+
+def sentence(data: dict) -> str:
+    """One line for the operator."""
+    cards = ", ".join(data.get("cards") or []) or "a GPU"
+    return (
+        f"out of service since {data.get('since') or 'an unknown time'}: {cards} wedged (a failed GT "
+        "reset); only a reboot brings it back, and the reboot puts the box back in service"
+    )
