@@ -48,6 +48,11 @@ options:
         driver's power sensors is recorded as not measured and not failed.
     type: float
     default: 60
+  sysroot:
+    description:
+      - Where the idle check reads the GPUs' sysfs (a simulated tree in the lab; C(/) on a box).
+    type: path
+    default: /
   bench:
     description:
       - Also bench each target whose gate passed, with C(concurrency), C(prompt_lengths),
@@ -95,12 +100,12 @@ from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove.host_watch
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove.prompts import PromptSetError
 
 
-def _idle(window: float):
+def _idle(window: float, sysroot: str):
     """The check after the load: every xe card back to near idle within WINDOW seconds."""
     if not window:
         return None
     interval = min(5.0, window)
-    return lambda: gpu_power.settle(SysRoot("/"), window=window, interval=interval)
+    return lambda: gpu_power.settle(SysRoot(sysroot), window=window, interval=interval)
 
 
 def main():
@@ -115,6 +120,7 @@ def main():
             "timeout": {"type": "float", "default": 300.0},
             "bench": {"type": "dict"},
             "idle_window": {"type": "float", "default": 60.0},
+            "sysroot": {"type": "path", "default": "/"},
         },
         supports_check_mode=True,
     )
@@ -142,7 +148,7 @@ def main():
         p["timeout"],
         options,
         HostWatch if p["watch_host"] else None,
-        _idle(p["idle_window"]),
+        _idle(p["idle_window"], p["sysroot"]),
     )
     shown = verify.lines(out["record"]) + verify.idle_lines(out.get("idle_power"))
     module.exit_json(changed=False, lines=shown, **out)
