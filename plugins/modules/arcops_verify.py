@@ -104,7 +104,7 @@ def _idle(window: float, sysroot: str):
     """The check after the load: every xe card back to near idle within WINDOW seconds."""
     if not window:
         return None
-    interval = min(5.0, window)
+    interval = min(5.0, window / 4)  # at least four looks in the window
     return lambda: gpu_power.settle(SysRoot(sysroot), window=window, interval=interval)
 
 
