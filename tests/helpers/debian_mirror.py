@@ -17,6 +17,8 @@ import lzma
 import os
 import re
 import subprocess
+import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -38,12 +40,25 @@ def unreachable(e: MirrorUnreachable) -> None:
     pytest.skip(str(e))
 
 
-def _get(url: str) -> bytes:
-    try:
-        with urllib.request.urlopen(url, timeout=60) as r:
-            return r.read()
-    except OSError as e:
-        raise MirrorUnreachable(f"Debian mirror {MIRROR} unreachable: {e}") from e
+class Gone(MirrorUnreachable):
+    """The mirror answered 404: the file left the pool (a point release replaced the package)."""
+
+
+def _get(url: str, tries: int = 3) -> bytes:
+    """The file at URL; a dropped connection or a 5xx is tried again (twice, 2 s and 4 s later)."""
+    for n in range(tries):
+        try:
+            with urllib.request.urlopen(url, timeout=60) as r:
+                return r.read()
+        except urllib.error.HTTPError as e:
+            if e.code == 404:
+                raise Gone(f"{url}: 404 (no longer on the mirror)") from e
+            error: OSError = e
+        except OSError as e:
+            error = e
+        if n + 1 < tries:
+            time.sleep(2 * 2**n)
+    raise MirrorUnreachable(f"Debian mirror {MIRROR} unreachable: {error}") from error
 
 
 def _stanzas(suite: str, component: str, arch: str):
@@ -59,7 +74,16 @@ def _stanzas(suite: str, component: str, arch: str):
 
 
 def fetch_deb(suite: str, component: str, package: str, arch: str = "all") -> Path:
-    """Path of the package's .deb in the suite (downloaded once, sha256 checked)."""
+    """Path of the package's .deb in the suite (downloaded once, sha256 checked). A cached index
+    that names a file the mirror no longer has is read again, once."""
+    try:
+        return _fetch_deb(suite, component, package, arch)
+    except Gone:
+        (CACHE / f"{suite}_{component}_{arch}_Packages").unlink(missing_ok=True)
+        return _fetch_deb(suite, component, package, arch)
+
+
+def _fetch_deb(suite: str, component: str, package: str, arch: str) -> Path:
     entry = next((f for f in _stanzas(suite, component, arch) if f.get("Package") == package), None)
     if entry is None:
         raise LookupError(f"{package} is not in {suite}/{component} ({arch})")
