@@ -68,3 +68,11 @@ def with_root(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--root", default="/", help="filesystem root to read sysfs/procfs under (fixture trees)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return p
+
+
+def with_box_source(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """--root and --journal-file: where a box's records, sysfs and kernel lines are read
+    (operate metrics and operate report read the same)."""
+    p.add_argument("--root", default="/", help="filesystem root to read records, sysfs and procfs under")
+    p.add_argument("--journal-file", metavar="FILE", help="read these kernel log lines instead of journalctl")
+    return p

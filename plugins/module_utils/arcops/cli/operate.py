@@ -14,7 +14,7 @@ from ..common.records import FACT_DIR, read_published
 from ..common.report import print_json, print_table
 from ..operate import diag, metrics
 from ..vllm import out_of_service
-from .common import kernel_log, one_line, read_root
+from .common import kernel_log, one_line, read_root, with_box_source
 
 
 def kernel_lines_for(args: argparse.Namespace) -> list[str] | None:
@@ -113,8 +113,7 @@ def add(sub) -> None:
         "metrics",
         help="the box's state as Prometheus metrics: stack, GuC per card, xe events, last start, gate, bench",
     )
-    p.add_argument("--root", default="/", help="filesystem root to read records, sysfs and procfs under")
-    p.add_argument("--journal-file", metavar="FILE", help="read these kernel log lines instead of journalctl")
+    with_box_source(p)
     p.add_argument(
         "--output",
         metavar="FILE",

@@ -20,7 +20,7 @@ from ..common.records import FACT_DIR, read_published
 from ..fleet import fleet_metrics, fleet_report, release, rollout
 from ..operate import metrics, redact
 from ..operate import report as box_report
-from .common import read_root
+from .common import read_root, with_box_source
 from .fleet import fleet_status_data
 from .operate import kernel_lines_for  # the same journal choice as `operate metrics`
 
@@ -128,8 +128,7 @@ def add_box(sub) -> None:
         "report", help="one HTML page for the box: stack, verify, vLLM start and health, resets, GPUs"
     )
     p.add_argument("--output", required=True, metavar="FILE.html", help="the page to write (atomically)")
-    p.add_argument("--root", default="/", help="filesystem root to read records, sysfs and procfs under")
-    p.add_argument("--journal-file", metavar="FILE", help="read these kernel log lines instead of journalctl")
+    with_box_source(p)
     p.add_argument("--name", help="the box's name on the page (default: its hostname, or the root's folder)")
     p.set_defaults(func=_cmd_box)
 
