@@ -185,6 +185,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         for d in result["decode"]
     ]
     print_table(rows, list(rows[0]) if rows else ["streams"])
+    for d in result["decode"]:
+        if d.get("tpot_unknown_why"):  # TPOT and ITL blank above: say why, never show 0
+            print(f"streams {d['max_concurrency']}: TPOT unknown: {d['tpot_unknown_why']}")
     prefill = [
         {
             "prompt tokens": p.get("input_tokens", p["target_tokens"]),

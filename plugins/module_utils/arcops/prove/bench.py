@@ -51,14 +51,26 @@ def stream_one(endpoint: Endpoint, body: dict, clock: Callable[[], float] = time
     if first is None or not out_tokens:
         return {"error": "the stream carried no generated text"}
     ttft, e2el = first - t0, end - t0
+    chunks = len(gaps) + 1
+    burst = is_burst(chunks, out_tokens)
     return {
         "ttft": ttft,
         "e2el": e2el,
-        "itl": gaps,
-        "tpot": (e2el - ttft) / (out_tokens - 1) if out_tokens > 1 else None,
+        # A burst's gaps are between a few large chunks, not between tokens: no ITL, no TPOT.
+        "itl": [] if burst else gaps,
+        "tpot": (e2el - ttft) / (out_tokens - 1) if out_tokens > 1 and not burst else None,
         "input_tokens": usage.get("prompt_tokens") or 0,
         "output_tokens": out_tokens,
+        "chunks": chunks,
+        "burst": burst,
     }
+
+
+def is_burst(chunks: int, tokens: int) -> bool:
+    """An answer that came in a few chunks instead of token by token: fewer text chunks than half
+    its tokens (a server that buffers, or a proxy). Its time to first token is then most of the
+    answer's time, and time per output token cannot be measured on the client."""
+    return tokens >= 4 and chunks * 2 < tokens
 
 
 def run_level(
@@ -113,6 +125,14 @@ def summarize(results: list[dict], duration: float, concurrency: int) -> dict:
         "output_throughput": total_out / duration if duration > 0 else None,
         "total_token_throughput": (total_in + total_out) / duration if duration > 0 else None,
     }
+    bursts = sum(1 for r in ok if r.get("burst"))
+    out["burst_requests"] = bursts
+    out["tpot_unknown_why"] = (
+        f"{bursts} of {len(ok)} answers came in a few chunks (most tokens in one): time per output "
+        "token cannot be measured on the client, and time to first token holds most of the answer"
+        if bursts
+        else None
+    )
     out.update(_stats("ttft", [r["ttft"] for r in ok]))
     out.update(_stats("tpot", [r["tpot"] for r in ok if r["tpot"] is not None]))
     out.update(_stats("itl", [g for r in ok for g in r["itl"]]))
