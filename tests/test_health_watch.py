@@ -152,7 +152,7 @@ def test_kernel_lines_are_gathered_by_a_thread_and_taken_once():
     from arcops.vllm import health_box
 
     lines = health_box.KernelLines(iter(HANG[:3]))
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # returns as soon as it is there; a loaded machine is slow
     taken: list[str] = []
     while len(taken) < 3 and time.monotonic() < deadline:
         taken += lines()

@@ -37,7 +37,7 @@ def test_ram_low_point_and_xe_events_of_the_run(journald_namespace, tmp_path):
         log(OTHER)
         log(RESET)
         meminfo_tree(tmp_path, 30_000_000, 8_388_608)
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30  # returns as soon as it is there; a loaded machine is slow
         while not watch._events and time.monotonic() < deadline:
             time.sleep(0.05)
     report = watch.report()
