@@ -11,6 +11,7 @@ import subprocess
 
 from arcops import cli
 from arcops.common import records
+from arcops.common.prometheus_text import render
 from arcops.operate import metrics
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -85,7 +86,7 @@ def test_nothing_known_is_absent_not_zero(tmp_path, capsys):
 def test_label_values_are_escaped():
     family = metrics.Family("arcops_x", "gauge", 'a "help" \\ text')
     family.add(1, v='a"b\\c\nd')
-    assert metrics.render([family]).splitlines() == [
+    assert render([family]).splitlines() == [
         '# HELP arcops_x a \\"help\\" \\\\ text',
         "# TYPE arcops_x gauge",
         'arcops_x{v="a\\"b\\\\c\\nd"} 1',
@@ -157,7 +158,7 @@ KEYS = st.sampled_from(
 )
 def test_any_records_give_well_formed_metrics(published, report, lines):
     """Records are hand-editable JSON: whatever they hold, the output is valid exposition text."""
-    text = metrics.render(metrics.collect(published, {"gpus": []}, report, lines, 0.0))
+    text = render(metrics.collect(published, {"gpus": []}, report, lines, 0.0))
     for line in text.splitlines():
         assert line.startswith("# HELP ") or line.startswith("# TYPE ") or SAMPLE.match(line), line
 
@@ -189,7 +190,7 @@ def test_a_user_space_line_that_looks_like_a_reset_is_not_counted(tmp_path, caps
 def test_the_vllm_service_s_own_p2p_decision_is_a_metric():
     def decision(p2p):
         records = {"vllm_service": {"image": "i", "p2p": p2p}}
-        text = metrics.render(metrics.collect(records, {"gpus": []}, None, None, 0.0))
+        text = render(metrics.collect(records, {"gpus": []}, None, None, 0.0))
         return [line for line in text.splitlines() if line.startswith("arcops_vllm_p2p_enabled")]
 
     # vllm_service's record: auto turned off across a pair Linux refuses, or forced by hand.

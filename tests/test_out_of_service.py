@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from arcops.common.prometheus_text import render
 from arcops.fleet import fleet_status
 from arcops.operate import metrics
 from arcops.vllm import out_of_service
@@ -85,7 +86,7 @@ def test_metrics_and_fleet_status_say_out_of_service():
     mark = {"since": "2026-12-05T17:46:40Z", "cards": ["0000:03:00.0"]}
 
     def sample(records, wedged):
-        text = metrics.render(metrics.collect(records, {"gpus": []}, None, None, 0.0, out_of_service=wedged))
+        text = render(metrics.collect(records, {"gpus": []}, None, None, 0.0, out_of_service=wedged))
         return [line for line in text.splitlines() if line.startswith("arcops_vllm_out_of_service")]
 
     assert sample(vllm, mark) == ['arcops_vllm_out_of_service{cards="0000:03:00.0"} 1']

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..box import facts, gpu_power, journal
 from ..common.outputs import output_file, write_atomic
+from ..common.prometheus_text import render
 from ..common.records import FACT_DIR, read_published
 from ..common.report import print_json, print_table
 from ..operate import diag, metrics
@@ -47,7 +48,7 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
         gpu_power.cards(root),
         out_of_service.read(root.path(out_of_service.MARK)),
     )
-    text = metrics.render(families)
+    text = render(families)
     if args.output:
         write_atomic(args.output, text)
     else:

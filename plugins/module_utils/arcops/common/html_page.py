@@ -91,7 +91,7 @@ def bars(title: str, items: Sequence[tuple[str, float]], unit: str) -> str:
     """A horizontal bar chart as inline SVG: one bar per (label, value), the axis from zero, each
     bar's value written beside it; a figure with its caption."""
     width, label_w, row_h = 520, 170, 26
-    top = max((v for _, v in items), default=0) or 1
+    top = max((item[1] for item in items), default=0) or 1
     height = row_h * max(len(items), 1) + 30
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '

@@ -150,8 +150,8 @@ def line_verdict(line: str) -> tuple[str, str] | None:
     """(name, state) of a line lines() wrote ("NAME (STATE): evidence"; STATE bad, fine or
     overridden), or None for any other text."""
     head = str(line).split(":", 1)[0]
-    name, _, state = head.partition(" (")
-    return (name, state[:-1]) if state.endswith(")") and name else None
+    name, sep, state = head.partition(" (")
+    return (name, state[:-1]) if sep and state.endswith(")") and name else None
 
 
 def lines(matched: list[dict], overrides: list[str]) -> list[str]:

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from ..box import drm_memory, facts, gpu_power, xe_events
 from ..common.outputs import OutputError, sync_dir
+from ..common.prometheus_text import render
 from ..common.records import FACT_DIR, STATE_ROOT, read_published
 from ..common.sysroot import SysRoot
 from ..common.times import utc_iso, utc_stamp
@@ -273,7 +274,7 @@ def collect(
     bundle.add(Entry("arcops/xe-events.json", "xe events per card (from the journals)", "ok"), _json(boots))
     report = metrics.last_start_report(root, vllm.get("report_dir"))
     power = gpu_power.cards(root)
-    text = metrics.render(metrics.collect(records, box, report, journals["this-boot"], now, power=power))
+    text = render(metrics.collect(records, box, report, journals["this-boot"], now, power=power))
     bundle.add(Entry("arcops/metrics.prom", "arcops operate metrics", "ok"), text)
 
     add_files(bundle, root, FILE_GLOBS)

@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from ..box import xe_events
-from ..common.prometheus_text import Family, render  # noqa: F401  (render: the callers' entry)
+from ..common.prometheus_text import Family
 
 PREFIX = "arcops_"
 

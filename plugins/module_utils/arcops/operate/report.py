@@ -12,6 +12,7 @@ Stdlib only (common.html_page): it runs on the box too.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..box import xe_events
@@ -33,7 +34,7 @@ def _list(value: Any) -> list:
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value) if value == value and abs(value) != float("inf") else None
+    return float(value) if math.isfinite(value) else None
 
 
 def _when(now: float) -> str:

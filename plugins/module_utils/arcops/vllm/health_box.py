@@ -73,26 +73,25 @@ def _systemctl(*args: str, timeout: float = 30.0) -> subprocess.CompletedProcess
         raise RestartError(f"systemctl {' '.join(args)}: no answer in {timeout:g} s") from None
 
 
-def systemd_restart(unit: str) -> Callable[[], None]:
-    """Ask systemd to restart UNIT without waiting for it (its start watchdog takes it from there)."""
+def _systemd_verb(verb: str, unit: str) -> Callable[[], None]:
+    """Ask systemd to VERB (restart, stop) UNIT without waiting for it; RestartError when refused."""
 
-    def restart() -> None:
-        done = _systemctl("restart", "--no-block", unit)
+    def run() -> None:
+        done = _systemctl(verb, "--no-block", unit)
         if done.returncode != 0:
-            raise RestartError(f"systemctl restart {unit}: {(done.stderr or done.stdout).strip()[-300:]}")
+            raise RestartError(f"systemctl {verb} {unit}: {(done.stderr or done.stdout).strip()[-300:]}")
 
-    return restart
+    return run
+
+
+def systemd_restart(unit: str) -> Callable[[], None]:
+    """Restart UNIT (its start watchdog takes the new start from there)."""
+    return _systemd_verb("restart", unit)
 
 
 def systemd_stop(unit: str) -> Callable[[], None]:
-    """Ask systemd to stop UNIT without waiting for it (a wedged GPU: no restart helps)."""
-
-    def stop() -> None:
-        done = _systemctl("stop", "--no-block", unit)
-        if done.returncode != 0:
-            raise RestartError(f"systemctl stop {unit}: {(done.stderr or done.stdout).strip()[-300:]}")
-
-    return stop
+    """Stop UNIT (a wedged GPU: no restart helps)."""
+    return _systemd_verb("stop", unit)
 
 
 def systemd_active(unit: str) -> Callable[[], bool]:
