@@ -181,15 +181,41 @@ def test_a_plot_is_a_png_of_this_run_beside_its_baseline(tmp_path):
 
     result = {
         "model": "tiny",
+        "url": "http://127.0.0.1:8000",
         "stack": "cpu",
-        "decode": [{"max_concurrency": c, "output_throughput": 50.0 * c} for c in (1, 4, 8)],
+        "decode": [
+            {
+                "max_concurrency": c,
+                "output_throughput": 50.0 * c,
+                "median_ttft_ms": 40.0 * c,
+                "p99_ttft_ms": 60.0 * c,
+                "median_tpot_ms": 20.0 + c,
+                "p99_tpot_ms": 30.0 + c,
+            }
+            for c in (1, 4, 8)
+        ],
         "prefill": [{"target_tokens": n, "prefill_throughput": 1400.0} for n in (8192, 32768)],
     }
-    out = plots.bench_png(
-        result, tmp_path / "bench.png", ("profile b60x2-graph_mtp", bench.PROFILES["b60x2-graph_mtp"])
-    )
+    baseline = ("profile b60x2-graph_mtp", bench.PROFILES["b60x2-graph_mtp"])
+    fig = plots.bench_figure(result, baseline)
+    decode, latency, prefill = fig.axes
+    assert fig._suptitle.get_text() == "tiny on http://127.0.0.1:8000 (cpu)"  # the model and the server
+    for ax in (decode, latency):
+        assert list(ax.get_xticks()) == [1, 4, 8]  # whole stream counts, no 2.5 streams
+    assert all(ax.get_ylim()[0] == 0 for ax in fig.axes)  # every y axis from zero
+    assert [ax.get_ylabel() for ax in fig.axes] == ["output tokens/s", "milliseconds", "prefill tokens/s"]
+    assert [line.get_label() for line in latency.get_lines()] == [
+        "TTFT median",
+        "TTFT p99",
+        "TPOT median",
+        "TPOT p99",
+    ]
+    assert [line.get_label() for line in decode.get_lines()] == ["this run", "profile b60x2-graph_mtp"]
+    assert list(prefill.get_lines()[0].get_xdata()) == [8192, 32768]
+    assert list(prefill.get_xticks()) == [8192, 32768]
+    out = plots.bench_png(result, tmp_path / "bench.png", baseline)
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
     width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
-    assert (width, height) == (1100, 420)
+    assert (width, height) == (1600, 420)
     assert [p.name for p in tmp_path.iterdir()] == ["bench.png"]  # written beside, renamed, no leftovers
