@@ -133,11 +133,15 @@ def test_the_bench_command_against_the_real_server(vllm_server, tmp_path, capsys
     assert all(0.8 * p["target_tokens"] <= p["input_tokens"] <= p["target_tokens"] for p in result["prefill"])
     assert result["warmup"]["output_tokens"] == 16 and result["stack"] == "cpu-tiny"
     assert "out tok/s" in out and "[bench] decode: 2 requests, 2 at a time" in err
+    # One warm-up request per stream before each level, not counted in it.
+    assert [d["warmup_requests"] for d in result["decode"]] == [1, 2]
+    assert "[bench] decode: 2 warm-up request(s), 2 at a time (not counted)" in err
     assert (tmp_path / "result.png").read_bytes()[:4] == b"\x89PNG"
     # Defaults are capped at the served 2048 tokens (8K and up left out, one at the cap run).
-    code = cli.main([*base, "--concurrency", "1", "--requests", "1", "--json"])
+    code = cli.main([*base, "--concurrency", "1", "--requests", "1", "--warmup", "0", "--json"])
     result = json.loads(capsys.readouterr().out)
     assert code == 0 and result["prefill_left_out"] == [8192, 32768, 65536]
+    assert result["decode"][0]["warmup_requests"] == 0
     assert [p["target_tokens"] for p in result["prefill"]] == [2048 - 16 - 16]
     # Against a baseline: itself passes; a far faster one makes the run worse (exit 1).
     same = tmp_path / "same.json"

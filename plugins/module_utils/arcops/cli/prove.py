@@ -154,6 +154,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             watch=_watch(args),
             baseline=baseline,
             tolerance=args.tolerance,
+            warmup_per_stream=args.warmup,
         )
     except (bench.BenchError, ApiError, ValueError) as e:
         print(f"arcops prove bench: {' '.join(str(e).split())}", file=sys.stderr)
@@ -220,6 +221,16 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 1 if worse else 0
 
 
+def _warmup(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if not 0 <= n <= 100:
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number from 0 to 100")
+    return n
+
+
 def _round(value):
     return None if value is None else round(value, 1)
 
@@ -251,6 +262,13 @@ def add_bench(sub) -> None:
         "--requests",
         type=positive_int,
         help="requests per decode level (default twice the streams, at least 4)",
+    )
+    p.add_argument(
+        "--warmup",
+        type=_warmup,
+        default=1,
+        metavar="N",
+        help="warm-up requests per stream before each decode level, not counted (default 1; 0: none)",
     )
     p.add_argument(
         "--baseline",

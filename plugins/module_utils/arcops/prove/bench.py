@@ -200,9 +200,11 @@ def run(
     watch=None,
     baseline: tuple[str, dict] | None = None,
     tolerance: float = TOLERANCE,
+    warmup_per_stream: int = 1,
 ) -> dict:
     """The bench result. WATCH (a HostWatch, on the serving box): RAM and xe events during the
-    run; BASELINE (load_baseline's answer): each figure compared, worse beyond TOLERANCE."""
+    run; BASELINE (load_baseline's answer): each figure compared, worse beyond TOLERANCE;
+    WARMUP_PER_STREAM requests per stream before each decode level, not counted."""
     try:
         served = gate.served_model(endpoint, model)
     except gate.GateError as e:
@@ -212,7 +214,16 @@ def run(
     short = gate.sized_needle(endpoint, model, "0", DECODE_PROMPT_TOKENS)
     with watch if watch is not None else nullcontext():
         warmup, decode, prefill = _levels(
-            endpoint, model, short, concurrency, runs, output_tokens, requests, progress, clock
+            endpoint,
+            model,
+            short,
+            concurrency,
+            runs,
+            output_tokens,
+            requests,
+            progress,
+            clock,
+            warmup_per_stream,
         )
     result = {
         "format": 1,
@@ -242,17 +253,21 @@ def failures(result: dict) -> list[str]:
     return out
 
 
-def _levels(endpoint, model, short, concurrency, runs, output_tokens, requests, progress, clock):
+def _levels(endpoint, model, short, concurrency, runs, output_tokens, requests, progress, clock, warm=1):
     progress("warm-up request (its timings are reported on their own: caches may be cold)")
     warmup = stream_one(endpoint, request_body(model, short, output_tokens), clock)
     if "error" in warmup:
         raise BenchError(f"warm-up request: {warmup['error']}")
     decode = []
+    body = request_body(model, short, output_tokens)
     for c in concurrency:
         n = requests or max(2 * c, 4)
+        if warm:  # each stream's first request at this concurrency, not counted: batches form first
+            progress(f"decode: {warm * c} warm-up request(s), {c} at a time (not counted)")
+            run_level(endpoint, [body] * (warm * c), c, clock)
         progress(f"decode: {n} requests, {c} at a time, {output_tokens} tokens each")
-        results, duration = run_level(endpoint, [request_body(model, short, output_tokens)] * n, c, clock)
-        decode.append(summarize(results, duration, c))
+        results, duration = run_level(endpoint, [body] * n, c, clock)
+        decode.append({**summarize(results, duration, c), "warmup_requests": warm * c})
     prefill = []
     for length in runs:
         progress(f"prefill: one {length}-token prompt")
