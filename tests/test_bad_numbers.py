@@ -14,12 +14,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from arcops.common import numbers
+from arcops.common import numbers, prometheus_text
 from arcops.common.sysroot import parse_int, parse_number
 from arcops.fleet import drain, fleet_status
 from arcops.llama import allocprobe, llama_bench
 from arcops.prove import bench, gate
-from arcops.vllm import serving_metrics
 
 # Values put into a JSON document, and texts put where a number's digits stand.
 VALUES = [
@@ -189,7 +188,7 @@ def test_a_hostile_number_is_refused_or_read_finite(name, path, value, read, err
 
 def test_metrics_counts_are_finite_or_refused():
     for value in ["+Inf", "-Inf", "NaN", "-1", "1e400", "9" * 5000, "x", "0x10"]:
-        with pytest.raises(serving_metrics.MetricsError):
+        with pytest.raises(prometheus_text.MetricsError):
             _metrics(value)
     assert _metrics("3")["vllm:num_requests_running"] == 3.0
 

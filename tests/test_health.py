@@ -4,6 +4,7 @@ verdict, on synthetic readings; the counter and gauges they read, on PyPI's real
 from __future__ import annotations
 
 import pytest
+from arcops.common import prometheus_text
 from arcops.vllm import health, serving_metrics
 from arcops.vllm.health import Reading, RestartPolicy, StallWatch
 from hypothesis import given, settings
@@ -61,7 +62,7 @@ def test_the_verdict_puts_a_new_xe_event_before_a_stall_and_says_why_it_does_not
 
 
 def test_a_reading_of_metrics_that_are_not_vllm_s_is_refused():
-    with pytest.raises(serving_metrics.MetricsError, match="no vllm:num_requests_running"):
+    with pytest.raises(prometheus_text.MetricsError, match="no vllm:num_requests_running"):
         health.reading("node_load1 0.5\n", 0)
     r = health.reading(
         'vllm:num_requests_running{engine="0"} 2\nvllm:num_requests_running{engine="1"} 1\n'

@@ -14,16 +14,17 @@ import time
 import urllib.error
 from collections.abc import Callable
 
+from ..common import prometheus_text
 from ..vllm import serving_metrics
 
 GAUGES = (serving_metrics.RUNNING, serving_metrics.WAITING)
-DrainError = serving_metrics.MetricsError
+DrainError = prometheus_text.MetricsError
 fetch_metrics = serving_metrics.fetch
 
 
 def requests_in_flight(text: str) -> dict[str, float]:
     """Each gauge of GAUGES summed over its samples; DrainError when neither is there (not vLLM)."""
-    found = serving_metrics.sums(text, GAUGES)
+    found = prometheus_text.sums(text, GAUGES)
     if serving_metrics.RUNNING not in found:
         raise DrainError("metrics: no vllm:num_requests_running sample (is this vLLM's /metrics?)")
     return found

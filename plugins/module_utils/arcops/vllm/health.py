@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..common import prometheus_text
 from . import serving_metrics
 
 HOUR = 3600.0
@@ -33,11 +34,11 @@ class Reading:
 
 def reading(text: str, at: float) -> Reading:
     """A Reading of /metrics text; MetricsError when it is not vLLM's (no running gauge)."""
-    found = serving_metrics.sums(
+    found = prometheus_text.sums(
         text, (serving_metrics.RUNNING, serving_metrics.WAITING, serving_metrics.GENERATION_TOKENS)
     )
     if serving_metrics.RUNNING not in found:
-        raise serving_metrics.MetricsError(
+        raise prometheus_text.MetricsError(
             "metrics: no vllm:num_requests_running sample (is this vLLM's /metrics?)"
         )
     return Reading(

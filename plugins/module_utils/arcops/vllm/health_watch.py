@@ -23,6 +23,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..box import xe_events
+from ..common import prometheus_text
 from ..common.outputs import write_atomic
 from ..common.times import utc_iso, utc_stamp
 from . import health, out_of_service, serving_metrics
@@ -144,7 +145,7 @@ class HealthWatch:
         why = ""
         try:
             r = health.reading(self.fetch(self.url), self.monotonic())
-        except (urllib.error.URLError, OSError, serving_metrics.MetricsError) as e:
+        except (urllib.error.URLError, OSError, prometheus_text.MetricsError) as e:
             self.unanswered += 1
             if self.unanswered != self.options.unreachable_after and not new_events:
                 return None
