@@ -136,6 +136,14 @@ def test_the_bench_command_against_the_real_server(vllm_server, tmp_path, capsys
     # One warm-up request per stream before each level, not counted in it.
     assert [d["warmup_requests"] for d in result["decode"]] == [1, 2]
     assert "[bench] decode: 2 warm-up request(s), 2 at a time (not counted)" in err
+    # vLLM's own counters over each level agree with what the bench measured on the client.
+    for d in result["decode"]:
+        server = d["server"]
+        assert server["output_tokens"] == {"server": 32.0, "bench": 32, "difference": 0.0}
+        assert server["requests"] == {"server": 2.0, "bench": 2, "difference": 0.0}
+        ttft = server["mean_ttft_ms"]  # the server's from its own clock, the bench's from the client
+        assert ttft["server"] > 0 and ttft["bench"] >= ttft["server"] * 0.5
+    assert "the server's own counters over each level (bench / server):" in out and "32 / 32" in out
     assert (tmp_path / "result.png").read_bytes()[:4] == b"\x89PNG"
     # Defaults are capped at the served 2048 tokens (8K and up left out, one at the cap run).
     code = cli.main([*base, "--concurrency", "1", "--requests", "1", "--warmup", "0", "--json"])
@@ -223,3 +231,35 @@ def test_a_plot_is_a_png_of_this_run_beside_its_baseline(tmp_path):
     width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
     assert (width, height) == (1600, 420)
     assert [p.name for p in tmp_path.iterdir()] == ["bench.png"]  # written beside, renamed, no leftovers
+
+
+class Scraped:
+    """An endpoint whose /metrics answers TEXTS in turn (an ApiError for None)."""
+
+    def __init__(self, *texts):
+        self.texts = list(texts)
+
+    def text(self, path):
+        from arcops.prove.openai_api import ApiError
+
+        answer = self.texts.pop(0)
+        if answer is None:
+            raise ApiError("GET /metrics: 404 Not Found", 404)
+        return answer
+
+
+def test_the_server_counters_beside_the_bench_and_servers_without_them():
+    from arcops.prove import server_counters
+
+    measured = {"total_output_tokens": 64, "completed": 4, "mean_ttft_ms": 30.0}
+    # llama-server --metrics counts predicted tokens only; a neighbour's request shows as a difference.
+    endpoint = Scraped("llamacpp:tokens_predicted_total 100\n", "llamacpp:tokens_predicted_total 180\n")
+    before, after = server_counters.read(endpoint), server_counters.read(endpoint)
+    assert server_counters.level(before, after, measured) == {
+        "output_tokens": {"server": 80.0, "bench": 64, "difference": -16.0}
+    }
+    # No /metrics (a server without it, or a proxy): nothing is claimed.
+    assert (
+        server_counters.read(Scraped(None)) is None and server_counters.read(Scraped("# nothing\n")) is None
+    )
+    assert server_counters.level(None, after, measured) is None

@@ -189,6 +189,14 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     for d in result["decode"]:
         if d.get("tpot_unknown_why"):  # TPOT and ITL blank above: say why, never show 0
             print(f"streams {d['max_concurrency']}: TPOT unknown: {d['tpot_unknown_why']}")
+    counted = [d for d in result["decode"] if d.get("server")]
+    if counted:
+        print("\nthe server's own counters over each level (bench / server):")
+        rows = [
+            {"streams": d["max_concurrency"], **{k: _pair(d["server"].get(k)) for k in SERVER_FIGURES}}
+            for d in counted
+        ]
+        print_table(rows, ["streams", *SERVER_FIGURES])
     prefill = [
         {
             "prompt tokens": p.get("input_tokens", p["target_tokens"]),
@@ -219,6 +227,16 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         ]
         print_table(rows, ["figure", "now", "baseline", "ratio", ""])
     return 1 if worse else 0
+
+
+SERVER_FIGURES = ("output_tokens", "requests", "mean_ttft_ms")
+
+
+def _pair(figure: dict | None) -> str:
+    if not figure:
+        return "-"
+    bench = "-" if figure["bench"] is None else f"{figure['bench']:g}"
+    return f"{bench} / {round(figure['server'], 1):g}"
 
 
 def _warmup(text: str) -> int:

@@ -19,7 +19,10 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 
 from ..common.numbers import MAX_RATE, MAX_TOKENS, NumberError, count, number, shown
-from . import gate  # the served model, its maximum length and sized prompts: read as the gate reads them
+from . import (
+    gate,  # the served model, its maximum length and sized prompts: read as the gate reads them
+    server_counters,
+)
 from .openai_api import ApiError, Endpoint
 
 PERCENTILES = (50, 90, 99)
@@ -266,8 +269,11 @@ def _levels(endpoint, model, short, concurrency, runs, output_tokens, requests, 
             progress(f"decode: {warm * c} warm-up request(s), {c} at a time (not counted)")
             run_level(endpoint, [body] * (warm * c), c, clock)
         progress(f"decode: {n} requests, {c} at a time, {output_tokens} tokens each")
+        before = server_counters.read(endpoint)
         results, duration = run_level(endpoint, [body] * n, c, clock)
-        decode.append({**summarize(results, duration, c), "warmup_requests": warm * c})
+        summary = {**summarize(results, duration, c), "warmup_requests": warm * c}
+        summary["server"] = server_counters.level(before, server_counters.read(endpoint), summary)
+        decode.append(summary)
     prefill = []
     for length in runs:
         progress(f"prefill: one {length}-token prompt")

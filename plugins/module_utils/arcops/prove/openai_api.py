@@ -86,6 +86,11 @@ class Endpoint:
             raise ApiError(f"{method} {path}: the answer is not a JSON object")
         return out
 
+    def text(self, path: str, limit: int = 4 * 2**20) -> str:
+        """A GET's text answer, at most LIMIT bytes (/metrics)."""
+        with self._request("GET", path) as response:
+            return response.read(limit).decode("utf-8", "replace")
+
     def models(self) -> list[dict]:
         """The served models: each {id, ...} as the server lists them (vLLM adds max_model_len)."""
         data = self.request_json("GET", "/v1/models").get("data")
