@@ -5,7 +5,6 @@ cards settle to idle, with the counter driven by a simulated card on a simulated
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 from arcops.box import gpu_power
@@ -16,8 +15,7 @@ from hypothesis import strategies as st
 from .helpers import gpu_load
 from .helpers.fuzz import FUZZ
 
-HOSTS = Path(__file__).parent / "fixtures" / "hosts"
-HWMON = "sys/bus/pci/devices/{card}/hwmon"
+HOSTS, HWMON = gpu_load.HOSTS, gpu_load.HWMON
 
 
 def test_each_xe_card_s_limits_temperatures_and_fans():

@@ -86,10 +86,12 @@ def sample(
     seconds: float,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
+    folders: dict[str, str] | None = None,
 ) -> dict[str, float | None]:
     """Each card's average power in W over SECONDS (None where the counter is missing, or went
-    backwards: a driver reload)."""
-    folders = {c["card"]: c["hwmon"] for c in cards(sysroot)}
+    backwards: a driver reload). FOLDERS (card: hwmon folder) when the caller found them already."""
+    if folders is None:
+        folders = {c["card"]: c["hwmon"] for c in cards(sysroot)}
     start, before = clock(), _energies(sysroot, folders)
     sleep(seconds)
     elapsed, after = clock() - start, _energies(sysroot, folders)
@@ -112,12 +114,13 @@ def settle(
     """Whether every card's power falls to near idle (at most FRACTION of its PL1) within WINDOW
     seconds, sampled every INTERVAL: {measured, idle, seconds, cards: {card: {watts, idle_below_w,
     idle}}}. idle is None when nothing could be measured."""
-    limits = {c["card"]: c["limits_w"]["max"] for c in cards(sysroot)}
-    judged = {card: limit * fraction for card, limit in limits.items() if limit}
+    found_cards = cards(sysroot)  # once: the PCI scan is not redone at every look
+    judged = {c["card"]: c["limits_w"]["max"] * fraction for c in found_cards if c["limits_w"]["max"]}
+    folders = {c["card"]: c["hwmon"] for c in found_cards if c["card"] in judged}
     start = clock()
     last: dict[str, float | None] = {}
     while judged:
-        last = sample(sysroot, interval, sleep, clock)
+        last = sample(sysroot, interval, sleep, clock, folders)
         done = all(last.get(card) is not None and last[card] <= below for card, below in judged.items())
         if done or clock() - start + interval > window:
             break

@@ -52,6 +52,8 @@ ENGINE_RESET, TIMEDOUT_JOB, GT_RESET, GT_RESET_FAILED, PAGE_FAULT = (
     "page_fault",
 )
 KINDS = (ENGINE_RESET, TIMEDOUT_JOB, GT_RESET, GT_RESET_FAILED, PAGE_FAULT)
+# What counts as a reset (fleet status' column, the reports, the metrics' alert rules).
+RESET_KINDS = (ENGINE_RESET, GT_RESET)
 
 # "xe 0000:29:00.0: [drm] *ERROR* Tile0: GT0: <message>": anywhere in the line, so any journal
 # prefix (short, short-iso, dmesg's "[ 12.345678] ") is skipped.

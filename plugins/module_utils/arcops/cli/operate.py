@@ -18,7 +18,7 @@ from ..vllm import out_of_service
 from .common import kernel_log, one_line, read_root, with_box_source
 
 
-def kernel_lines_for(args: argparse.Namespace) -> list[str] | None:
+def _kernel_lines(args: argparse.Namespace) -> list[str] | None:
     """This boot's kernel lines: the file given, the journal on the box itself, else None."""
     if args.journal_file:
         with kernel_log(args.journal_file) as lines:
@@ -31,20 +31,34 @@ def kernel_lines_for(args: argparse.Namespace) -> list[str] | None:
         return None
 
 
+def box_sources(args: argparse.Namespace, root) -> dict:
+    """What `operate metrics` and `operate report` read of a box (--root, --journal-file): the
+    stages' records, the facts, the watchdog's last start report, the health watch's (restart
+    times, latest report) and this boot's kernel lines."""
+    records = read_published(root.path(FACT_DIR))
+    vllm = records.get("vllm_service")
+    report_dir = vllm.get("report_dir") if isinstance(vllm, dict) else None
+    return {
+        "records": records,
+        "facts": facts.collect(root),
+        "start": metrics.last_start_report(root, report_dir),
+        "health": metrics.health_files(root, report_dir),
+        "lines": _kernel_lines(args),
+    }
+
+
 def _cmd_metrics(args: argparse.Namespace) -> int:
     if args.output:
         output_file(args.output, "metrics file")  # refused before anything is read
     root = read_root(args)
-    records = read_published(root.path(FACT_DIR))
-    vllm = records.get("vllm_service")
-    report_dir = vllm.get("report_dir") if isinstance(vllm, dict) else None
+    box = box_sources(args, root)
     families = metrics.collect(
-        records,
-        facts.collect(root),
-        metrics.last_start_report(root, report_dir),
-        kernel_lines_for(args),
+        box["records"],
+        box["facts"],
+        box["start"],
+        box["lines"],
         time.time(),
-        metrics.health_files(root, report_dir),
+        box["health"],
         gpu_power.cards(root),
         out_of_service.read(root.path(out_of_service.MARK)),
     )

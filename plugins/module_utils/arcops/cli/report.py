@@ -13,16 +13,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..box import facts
 from ..common.outputs import output_file, write_atomic
 from ..common.prometheus_text import render
-from ..common.records import FACT_DIR, read_published
 from ..fleet import fleet_metrics, fleet_report, release, rollout
-from ..operate import metrics, redact
+from ..operate import redact
 from ..operate import report as box_report
 from .common import read_root, with_box_source
 from .fleet import fleet_status_data
-from .operate import kernel_lines_for  # the same journal choice as `operate metrics`
+from .operate import box_sources
 
 
 def scrub(value: Any, redactor: redact.Redactor) -> Any:
@@ -49,21 +47,8 @@ def _write(path: Path, page: str, redactor: redact.Redactor) -> None:
 
 def _cmd_box(args: argparse.Namespace) -> int:
     output = _html_output(args.output)
-    root = read_root(args)
-    records = read_published(root.path(FACT_DIR))
-    vllm = records.get("vllm_service")
-    report_dir = vllm.get("report_dir") if isinstance(vllm, dict) else None
     redactor = redact.Redactor([])
-    found = scrub(
-        {
-            "records": records,
-            "facts": facts.collect(root),
-            "start": metrics.last_start_report(root, report_dir),
-            "health": list(metrics.health_files(root, report_dir)),
-            "lines": kernel_lines_for(args),
-        },
-        redactor,
-    )
+    found = scrub(box_sources(args, read_root(args)), redactor)  # what `operate metrics` reads
     name = args.name or (socket.gethostname() if args.root == "/" else Path(args.root).resolve().name)
     page = box_report.box_page(
         name,

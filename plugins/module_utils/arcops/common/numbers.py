@@ -79,3 +79,11 @@ def from_text(
     return number(
         float(text) if not whole or "." in text or "e" in text.lower() else int(text), where, low, high, whole
     )
+
+
+def finite_or_none(value: object) -> float | None:
+    """VALUE as a float when it is a finite int or float (not a bool), else None: a figure read
+    from a record that says nothing rather than something wrong."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None

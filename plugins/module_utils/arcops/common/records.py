@@ -276,3 +276,13 @@ def store(
         if state_dir and Path(state_dir) / STATE_FILE in stale:
             keep_history(text, state_dir, history)
     return stale
+
+
+def as_dict(value: Any) -> dict:
+    """A record part as a mapping: anything else reads as empty (a record may be hand-edited)."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list:
+    """A record part as a list: anything else reads as empty."""
+    return value if isinstance(value, list) else []

@@ -24,7 +24,7 @@ def _boxes(status: dict) -> list[str]:
     rows = [r for r in status.get("rows") or [] if isinstance(r, dict)]
     marks = {}
     for n, r in enumerate(rows):
-        out = str(r.get("start", "")).startswith("OUT OF SERVICE")
+        out = str(r.get("start", "")).startswith(fleet_status.OUT_OF_SERVICE)
         if out or r.get("error") or str(r.get("gate", "")).startswith("FAILED"):
             marks[n] = "bad"
         elif _drifted(r) or r.get("xe_resets") not in (0, "0", "-", None):

@@ -14,6 +14,7 @@ from typing import Any
 from ..box import xe_events
 from ..common.inputs import InputError
 from ..common.numbers import MAX_COUNT, MAX_RATE, from_text, number
+from ..common.records import as_dict as _dict
 from ..common.records import read_published
 from ..common.report import print_table
 from ..stages.status import read_start_report
@@ -24,11 +25,10 @@ COLUMNS = [
     *("box", "wave", "running", "target", "kernel", "guc", "image"),
     *("start", "gate", "bench", "xe_resets"),
 ]
-RESET_KINDS = (xe_events.ENGINE_RESET, xe_events.GT_RESET)
 
 
-def _dict(value: Any) -> dict:
-    return value if isinstance(value, dict) else {}
+# The start column's word for a box kept stopped for a wedged GPU (the fleet page marks it).
+OUT_OF_SERVICE = "OUT OF SERVICE"
 
 
 def last_start(report_dir: Any) -> dict | None:
@@ -48,7 +48,7 @@ def last_start(report_dir: Any) -> dict | None:
 def resets(lines) -> int:
     """Engine and GT resets in kernel log lines (this boot's journal, never dmesg)."""
     found = xe_events.count(lines)["by_kind"]
-    return sum(found.get(kind, 0) for kind in RESET_KINDS)
+    return sum(found.get(kind, 0) for kind in xe_events.RESET_KINDS)
 
 
 def box_facts(
@@ -79,7 +79,7 @@ def box_facts(
         "image": vllm.get("image"),
         "image_id": (vllm.get("image_digest") or vllm.get("image_id") or "")[:19] or None,
         "start": (
-            f"OUT OF SERVICE (wedged {', '.join(wedged.get('cards') or []) or 'GPU'})"
+            f"{OUT_OF_SERVICE} (wedged {', '.join(wedged.get('cards') or []) or 'GPU'})"
             if wedged
             else (start or {}).get("result")
         ),

@@ -15,24 +15,15 @@ values are escaped. Stdlib only: it runs on the box.
 
 from __future__ import annotations
 
-import math
 from datetime import datetime
 from typing import Any
 
 from ..box import xe_events
+from ..common.numbers import finite_or_none as _number
 from ..common.prometheus_text import Family
+from ..common.records import as_dict as _dict
 
 PREFIX = "arcops_"
-
-
-def _dict(value: Any) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
 
 
 def _timestamp(text: Any) -> float | None:

@@ -12,33 +12,16 @@ Stdlib only (common.html_page): it runs on the box too.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ..box import xe_events
 from ..common import html_page as h
+from ..common.numbers import finite_or_none as _number
+from ..common.records import as_dict as _dict
+from ..common.records import as_list as _list
 from ..common.times import utc_iso
 from ..stages.status import summarize
-
-RESET_KINDS = (xe_events.ENGINE_RESET, xe_events.GT_RESET)
-
-
-def _dict(value: Any) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list:
-    return value if isinstance(value, list) else []
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-def _when(now: float) -> str:
-    return utc_iso(now)
+from ..vllm.health import within_hour  # the restart policy's own count
 
 
 def _stack(records: dict) -> str:
@@ -145,7 +128,7 @@ def _serving(start: dict | None, health: tuple[list[float] | None, dict | None],
         parts.append(h.banner("no vLLM start report on this box"))
     restarts, latest = health
     if restarts is not None:
-        recent = [t for t in restarts if isinstance(t, (int, float)) and 0 <= now - t < 3600]
+        recent = within_hour(restarts, now)
         parts.append(f'<p class="meta">health watch restarts in the last hour: {len(recent)}</p>')
     if isinstance(latest, dict):
         kind = "ok" if latest.get("restarted") is True else "warn"
@@ -192,11 +175,12 @@ def _events(lines: list[str] | None) -> str:
         {"card": card, **{k: found.get(k, 0) for k in xe_events.KINDS}}
         for card, found in sorted(by_device.items())
     ]
-    marks = {n: "bad" for n, r in enumerate(rows) if r.get(xe_events.GT_RESET_FAILED)}
-    marks.update({n: "warn" for n, r in enumerate(rows) if n not in marks and any(r[k] for k in RESET_KINDS)})
-    items = [(r["card"], float(sum(r[k] for k in RESET_KINDS))) for r in rows]
+    resets = [sum(r[k] for k in xe_events.RESET_KINDS) for r in rows]
+    wedged = [n for n, r in enumerate(rows) if r[xe_events.GT_RESET_FAILED]]
+    marks = {n: "warn" for n in range(len(rows)) if resets[n]} | dict.fromkeys(wedged, "bad")
+    items = [(r["card"], float(resets[n])) for n, r in enumerate(rows)]
     parts = [h.table(rows, ["card", *xe_events.KINDS], marks, ident="xe-events")]
-    if any(r.get(xe_events.GT_RESET_FAILED) for r in rows):
+    if wedged:
         parts.insert(0, h.banner("a GT reset failed: that GPU is wedged until a reboot", "bad"))
     if items:
         parts.append(h.bars("engine and GT resets per card this boot", items, "resets"))
@@ -223,4 +207,4 @@ def box_page(
         _events(kernel_lines),
         _gpus(facts),
     ]
-    return h.page(f"arcops: {name}", f"written {_when(now)} by arcops operate report", sections)
+    return h.page(f"arcops: {name}", f"written {utc_iso(now)} by arcops operate report", sections)

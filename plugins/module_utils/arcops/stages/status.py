@@ -12,6 +12,8 @@ from typing import Any
 
 from ..common.inputs import read_text
 from ..common.records import STAGES
+from ..common.records import as_dict as _dict
+from ..common.records import as_list as _list
 
 # The watchdog's newest start report in its report folder (arcops.vllm.watchdog writes it).
 START_REPORT = "latest.json"
@@ -34,15 +36,6 @@ def _get(record: Any, *keys: str) -> Any:
     for key in keys:
         record = record.get(key) if isinstance(record, dict) else None
     return record
-
-
-def _dict(value: Any) -> dict:
-    """A record part as a mapping: anything else reads as empty (a record may be hand-edited)."""
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list:
-    return value if isinstance(value, list) else []
 
 
 def _preflight(pf: dict) -> tuple[str, str]:

@@ -112,7 +112,7 @@ class RestartPolicy:
 
 @dataclass(frozen=True)
 class Verdict:
-    state: str  # ok | stall | xe_event
+    state: str  # ok | stall | xe_event | unreachable | wedged (health_watch)
     detail: str
     restart: bool  # whether the policy lets this verdict restart the service
     why_not: str = ""

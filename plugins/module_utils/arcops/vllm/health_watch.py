@@ -54,6 +54,20 @@ def read_restarts(report_dir: Path) -> list[float] | None:
     ]
 
 
+def _report(now_wall: float, verdict: health.Verdict, reading, found: dict) -> dict:
+    """A health report before anything is done about it (no evidence, not restarted)."""
+    return {
+        "at": utc_iso(now_wall),
+        "at_epoch": now_wall,
+        **asdict(verdict),
+        "reading": None if reading is None else asdict(reading),
+        "xe_events": found,
+        "evidence": None,
+        "restarted": False,
+        "restart_error": None,
+    }
+
+
 # The health watch's settings (declared with their defaults in watch_options.py).
 Options = HealthOptions
 
@@ -111,19 +125,14 @@ class HealthWatch:
         brings a wedged GPU back; a reboot does)."""
         by_device = xe_events.count(lines)["by_device"]
         cards = sorted(d for d, kinds in by_device.items() if kinds.get(xe_events.GT_RESET_FAILED))
-        report = {
-            "at": utc_iso(now_wall),
-            "at_epoch": now_wall,
-            "state": "wedged",
-            "detail": f"GT reset failed on {', '.join(cards)}: the GPU is wedged",
-            "restart": False,
-            "why_not": "a wedged GPU comes back only with a reboot: vLLM stopped, the box out of service",
-            "reading": None,
-            "xe_events": found,
-            "evidence": self.evidence(self.report_dir / f"health-{utc_stamp(now_wall)}"),
-            "restarted": False,
-            "restart_error": None,
-        }
+        verdict = health.Verdict(
+            "wedged",
+            f"GT reset failed on {', '.join(cards)}: the GPU is wedged",
+            False,
+            "a wedged GPU comes back only with a reboot: vLLM stopped, the box out of service",
+        )
+        report = _report(now_wall, verdict, None, found)
+        report["evidence"] = self.evidence(self.report_dir / f"health-{utc_stamp(now_wall)}")
         try:
             if self.stop is not None:
                 self.stop()
@@ -175,16 +184,7 @@ class HealthWatch:
             self.refused = said
         else:
             self.refused = None
-        report = {
-            "at": utc_iso(now_wall),
-            "at_epoch": now_wall,
-            **asdict(verdict),
-            "reading": None if r is None else asdict(r),
-            "xe_events": found,
-            "evidence": None,
-            "restarted": False,
-            "restart_error": None,
-        }
+        report = _report(now_wall, verdict, r, found)
         if verdict.restart:
             report["evidence"] = self.evidence(self.report_dir / f"health-{utc_stamp(now_wall)}")
             # Kept before the restart is asked for: a watch stopped by it (or dying in it) still
