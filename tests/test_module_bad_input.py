@@ -139,7 +139,9 @@ def test_every_hostile_option_is_answered_or_refused_and_docs_state_the_tally(tm
         folder = tmp_path / str(k)
         folder.mkdir()
         try:
-            ended[_one(name, option, value, folder)] += 1
+            # Relative paths resolve in the case's own folder, wherever the clone lies.
+            with contextlib.chdir(folder):
+                ended[_one(name, option, value, folder)] += 1
         except (Exception, pytest.fail.Exception) as e:  # a module's traceback, or a check above
             broken.append(f"{name} {option} value #{n}: {type(e).__name__}: {str(e)[:300]}")
     assert not broken, (
