@@ -13,8 +13,23 @@ description:
     C(ansible.builtin.dpkg_selections) sets. Diversions and holds either module made are kept.
   - A path a package diverts is refused, as is a name in both O(divert) and O(undivert), before
     anything runs. A package that is not installed cannot be held and fails the task.
+  - With O(recover), a dpkg run cut off half-way (the control node died, the box lost power) is
+    finished first with C(dpkg --configure -a), so the role's install that follows does not
+    meet apt's "dpkg was interrupted"; a dpkg or apt still running holds the lock and is waited
+    for up to O(lock_timeout) seconds.
   - Supports check mode (reports what would change).
 options:
+  recover:
+    description:
+      - Finish a dpkg run cut off half-way before anything else (dpkg's journal in
+        C(/var/lib/dpkg/updates), or packages C(dpkg --audit) lists). The result C(recovered)
+        says why, a line each; empty when dpkg had finished.
+    type: bool
+    default: false
+  lock_timeout:
+    description: Seconds to wait for another dpkg or apt to release the lock (0 to 3600).
+    type: int
+    default: 300
   divert:
     description: Paths to divert (moved aside to PATH.distrib, kept aside on package upgrades).
     type: list
@@ -69,6 +84,11 @@ off_pin:
   type: list
   elements: str
 query_held: {description: "Of O(query), those held.", returned: with query, type: list, elements: str}
+recovered:
+  description: "With O(recover): why dpkg's run was finished first, a line each; empty when it had finished."
+  returned: with recover
+  type: list
+  elements: str
 origin:
   description: "For each path of O(origin), in order: C(pinned) or C(distribution)."
   returned: with origin
@@ -76,8 +96,12 @@ origin:
   elements: str
 """
 
+import os
+import time
+
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.module_args import refuse_bad_paths
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.kernel import dpkg_recovery
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.kernel.dpkg_state import (
     DpkgStateError,
     origin,
@@ -97,6 +121,8 @@ def main():
             "hold": {"type": "list", "elements": "str", "default": []},
             "query": {"type": "dict", "default": {}},
             "origin": {"type": "list", "elements": "path", "default": []},
+            "recover": {"type": "bool", "default": False},
+            "lock_timeout": {"type": "int", "default": 300},
         },
         supports_check_mode=True,
     )
@@ -109,7 +135,12 @@ def main():
             module.fail_json(msg=f"{' '.join(argv)} failed: {err.strip() or out.strip()}")
         return out
 
+    if not 0 <= p["lock_timeout"] <= dpkg_recovery.LOCK_TIMEOUT_MAX:
+        most = dpkg_recovery.LOCK_TIMEOUT_MAX
+        module.fail_json(msg=f"lock_timeout must be 0 to {most} seconds, got {p['lock_timeout']}")
     asked = {}
+    if p["recover"]:
+        asked["recovered"] = recover(module, p["lock_timeout"])
     if p["query"]:
         try:
             argv = query_argv(p["query"])
@@ -137,7 +168,7 @@ def main():
         module.fail_json(msg=str(e))
     result = {
         **asked,
-        "changed": todo.changed,
+        "changed": todo.changed or bool(asked.get("recovered")),
         "diverted": todo.diverted,
         "undiverted": todo.undiverted,
         "held": todo.held,
@@ -155,6 +186,31 @@ def main():
         if missing:
             module.fail_json(msg=f"hold: {', '.join(missing)} not installed, so cannot be held", **result)
     module.exit_json(**result)
+
+
+def recover(module, lock_timeout):
+    """Why dpkg's last run had to be finished (it is, unless in check mode); [] when it had finished."""
+    try:
+        journal = dpkg_recovery.pending_journal(os.listdir(dpkg_recovery.UPDATES_DIR))
+    except FileNotFoundError:
+        journal = []
+    except OSError as e:
+        module.fail_json(msg=f"cannot read {dpkg_recovery.UPDATES_DIR}: {e.strerror}")
+    rc, out, err = module.run_command(dpkg_recovery.AUDIT_ARGV)
+    why = dpkg_recovery.reasons(journal, dpkg_recovery.audit_packages(out))
+    if not why or module.check_mode:
+        return why
+    deadline = time.monotonic() + lock_timeout
+    while True:
+        rc, out, err = module.run_command(
+            dpkg_recovery.CONFIGURE_ARGV, environ_update={"DEBIAN_FRONTEND": "noninteractive"}
+        )
+        if rc == 0:
+            return why
+        if not dpkg_recovery.locked(err) or time.monotonic() >= deadline:
+            command, said = " ".join(dpkg_recovery.CONFIGURE_ARGV), dpkg_recovery.failure_line(err, out)
+            module.fail_json(msg=f"{command} failed ({'; '.join(why)}): {said}")
+        time.sleep(3)
 
 
 if __name__ == "__main__":

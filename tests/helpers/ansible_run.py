@@ -19,9 +19,11 @@ needs_ansible = pytest.mark.skipif(
 )
 
 
-def run_module(module: str, args: str, env: dict | None = None, check: bool = False) -> dict:
-    """One module through ansible's local connection; its result as JSON. A bare name is one of
-    ours (arcops.arc.NAME)."""
+def run_module(
+    module: str, args: str, env: dict | None = None, check: bool = False, container: str = ""
+) -> dict:
+    """One module through ansible's local connection, or in a podman CONTAINER; its result as
+    JSON. A bare name is one of ours (arcops.arc.NAME)."""
     module = module if "." in module else f"arcops.arc.{module}"
     env = dict(
         env or os.environ,
@@ -29,7 +31,10 @@ def run_module(module: str, args: str, env: dict | None = None, check: bool = Fa
         ANSIBLE_STDOUT_CALLBACK="json",
         ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
     )
-    argv = [ANSIBLE, "localhost", "-i", "localhost,", "-c", "local", "-m", module, "-a", args]
-    argv += ["-e", f"ansible_python_interpreter={sys.executable}"] + (["--check"] if check else [])
+    host = container or "localhost"
+    connection = "containers.podman.podman" if container else "local"
+    python = "/usr/bin/python3" if container else sys.executable
+    argv = [ANSIBLE, host, "-i", f"{host},", "-c", connection, "-m", module, "-a", args]
+    argv += ["-e", f"ansible_python_interpreter={python}"] + (["--check"] if check else [])
     result = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True)
-    return json.loads(result.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    return json.loads(result.stdout)["plays"][0]["tasks"][0]["hosts"][host]

@@ -11,22 +11,21 @@ import pytest
 from arcops.vllm.docker_api import Engine
 
 
-def _podman_works() -> str | None:
+def podman_missing(image: str = "localhost/arcops-bookworm-minbase") -> str | None:
+    """Why a test cannot run IMAGE with podman here, or None when it can."""
     if shutil.which("podman") is None:
         return "podman is not installed"
     if os.geteuid() != 0:
         return "podman test runs as root only"
-    images = subprocess.run(
-        ["podman", "image", "exists", "localhost/arcops-bookworm-minbase"], capture_output=True, check=False
-    )
+    images = subprocess.run(["podman", "image", "exists", image], capture_output=True, check=False)
     if images.returncode != 0:
-        return "no localhost/arcops-bookworm-minbase image (scripts/build-container-image)"
+        return f"no {image} image (scripts/build-container-image)"
     return None
 
 
 @pytest.fixture
 def podman_engine():
-    reason = _podman_works()
+    reason = podman_missing()
     if reason:
         pytest.skip(reason)
     with tempfile.TemporaryDirectory(prefix="arcops-podman-") as d:
