@@ -9,7 +9,9 @@ description:
   - C(plan) decides per box from its status (arcops.fleet.rollout), in wave order, and fails
     (changing nothing) on any refusal, every problem on its own line. Refused are a downgrade not
     asked for, a box whose status could not be read, bad waves. With O(output) it also writes the
-    plan there as JSON, in check mode too (that file is the output named).
+    plan there as JSON, in check mode too (that file is the output named). With O(root), a box
+    that the newest run there began to upgrade before its control node died (no summary, no halt)
+    is planned C(resume), to be finished from that run's record without its gate before.
   - C(start) makes the run's folder under O(root) (C(rollout.json) with the plan; C(latest) points
     at it). C(step) appends a step to the box's own file (C(boxes/BOX.json)). C(halt) stops the run
     (no later batch starts; the first halt stands). C(finish) writes C(summary.json) and
@@ -61,7 +63,7 @@ options:
     description: (plan) A JSON file to write the plan to.
     type: path
   root:
-    description: (start) The record root, one folder per run inside.
+    description: (start, plan) The record root, one folder per run inside.
     type: path
   release:
     description: (start) The target release id.
@@ -141,7 +143,7 @@ from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.outputs i
     write_atomic,
 )
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.report import print_table
-from ansible_collections.arcops.arc.plugins.module_utils.arcops.fleet import rollout, waves
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.fleet import rollout, rollout_resume, waves
 
 PLAN_COLUMNS = ["box", "wave", "batch", "before", "target", "action"]
 
@@ -155,9 +157,10 @@ def _plan(module, p):
         module.fail_json(msg="rollout refused (waves):\n- " + "\n- ".join(e.problems), problems=e.problems)
     planned = rollout.plan(wave_list, p["targets"], boxes, errors, p["allow_downgrade"])
     planned["known"] = p["known"]
+    resumed = rollout_resume.resume(planned, rollout_resume.cut_off_run(p["root"]) if p["root"] else None)
     out = io.StringIO()
     print_table(planned["boxes"], PLAN_COLUMNS, out)
-    lines = out.getvalue().splitlines() + [f"known stacks: {k}" for k in p["known"]]
+    lines = out.getvalue().splitlines() + resumed + [f"known stacks: {k}" for k in p["known"]]
     if p["output"]:
         try:
             write_atomic(output_file(p["output"], "output"), json.dumps(planned, indent=2) + "\n")

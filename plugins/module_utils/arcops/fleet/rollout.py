@@ -8,6 +8,8 @@ then plan() decides per box, before anything changes anywhere:
 - redo       it was gated on the target and failed: applied again
 - check      it runs the target and passed: gated again, not touched (a re-run resumes)
 - downgrade  it runs a newer release: refused unless a downgrade is asked for by name
+- resume     a run cut off half-way had begun to upgrade it: finished from that run's record
+             (rollout_resume.py)
 
 The record is a folder on the control node, one per run (RUN_DIR under the record root):
 rollout.json (the release and the plan, written once when the run starts), one boxes/BOX.json
@@ -47,6 +49,7 @@ BOX_RESULTS = {
     "redo": "redone",
     "downgrade": "downgraded",
     "check": "checked",
+    "resume": "resumed",
 }
 _STEP = re.compile(r"[a-z][a-z0-9 _-]{0,39}")
 _BOX = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
