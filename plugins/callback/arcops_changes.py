@@ -1,8 +1,9 @@
 """Callback: every changed task (box, role, name) and every reboot a dry run would make, as JSON.
 
 Active only when ARCOPS_CHANGES_FILE names a file (arcops fleet plan and the rollout tests set
-it); the file is written once, when the run ends. arcops.fleet.changes reads it in the plan's
-terms.
+it). The file is written again (whole, by a rename) at each change and when the run ends, so a
+run cut off half-way still says what it changed; "complete" is true only in the last write.
+arcops.fleet.changes reads it in the plan's terms.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ DOCUMENTATION = """
     description:
         - When the environment variable ARCOPS_CHANGES_FILE is set, records each task result
           that reported changed (host, role, task name) and the message of each task named
-          "Say what a reboot would be for", and writes them to that file when the run ends.
+          "Say what a reboot would be for", and writes them to that file as they happen, whole
+          and by a rename, so a run cut off half-way leaves what it changed so far; when the run
+          ends it writes them once more with C(complete) true.
         - The clone's ansible.cfg loads it from callback_plugins, without listing it in
           callbacks_enabled (a user's ANSIBLE_CALLBACKS_ENABLED cannot switch it off); from the
           installed collection, list it as arcops.arc.arcops_changes in callbacks_enabled. It does
@@ -54,8 +57,10 @@ class CallbackModule(CallbackBase):
             name = name[len(role) + 3 :]
         if name.startswith(REBOOT_NOTE) and result._result.get("msg"):
             self._reboots.setdefault(host, []).append(str(result._result["msg"]))
+            self._write(complete=False)
         if result._result.get("changed"):
             self._changed.append({"host": host, "role": role, "task": name})
+            self._write(complete=False)
 
     def v2_runner_on_ok(self, result):
         self._note(result)
@@ -64,9 +69,11 @@ class CallbackModule(CallbackBase):
         pass  # the loop's task result (on_ok) says changed for all its items
 
     def v2_playbook_on_stats(self, stats):
-        if not self._file:
-            return
+        if self._file:
+            self._write(complete=True)
+
+    def _write(self, complete):
         tmp = f"{self._file}.{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
-            json.dump({"changed": self._changed, "reboots": self._reboots}, f, indent=2)
+            json.dump({"changed": self._changed, "reboots": self._reboots, "complete": complete}, f, indent=2)
         os.replace(tmp, self._file)
