@@ -66,6 +66,11 @@ def test_the_box_state_as_metrics(tmp_path, capsys):
     assert got[f"arcops_gpu_energy_joules_total{{{card}}}"] == 512345.678901
     assert got[f'arcops_gpu_temperature_celsius{{{card},sensor="vram"}}'] == 46
     assert got[f'arcops_gpu_fan_rpm{{{card},fan="fan1"}}'] == 1150
+    # Its clocks (xe freq0, MHz), its VRAM and what its DRM clients hold (none in the tree: 0).
+    assert got[f'arcops_gpu_frequency_mhz{{{card},gt="tile0/gt0",kind="max"}}'] == 2400
+    assert got[f'arcops_gpu_frequency_mhz{{{card},gt="tile0/gt0",kind="act"}}'] == 0
+    assert got[f"arcops_gpu_vram_bytes{{{card}}}"] == 24 * 2**30
+    assert got[f"arcops_gpu_vram_used_bytes{{{card}}}"] == 0
     assert got['arcops_bench_decode_tokens_per_second{service="vllm_service",streams="4"}'] == 230
     for family in {k.split("{")[0] for k in got}:
         assert f"# HELP {family} " in text and f"# TYPE {family} " in text

@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from ..box import facts, gpu_power, journal
+from ..box import drm_memory, facts, gpu_clocks, gpu_power, journal
 from ..common.outputs import output_file, write_atomic
 from ..common.prometheus_text import render
 from ..common.records import FACT_DIR, read_published
@@ -47,6 +47,12 @@ def box_sources(args: argparse.Namespace, root) -> dict:
     }
 
 
+def _drm_memory(root) -> list[dict] | None:
+    """Each card's DRM clients' memory; None when some process's fdinfo could not be read."""
+    found, skipped = drm_memory.clients(root)
+    return drm_memory.per_card(found) if skipped == 0 else None
+
+
 def _cmd_metrics(args: argparse.Namespace) -> int:
     if args.output:
         output_file(args.output, "metrics file")  # refused before anything is read
@@ -61,6 +67,8 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
         box["health"],
         gpu_power.cards(root),
         out_of_service.read(root.path(out_of_service.MARK)),
+        gpu_clocks.cards(root),
+        _drm_memory(root),
     )
     text = render(families)
     if args.output:

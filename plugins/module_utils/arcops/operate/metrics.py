@@ -128,6 +128,30 @@ def _power(cards: list[dict] | None) -> list[Family]:
     return [limit, energy, temp, fan]
 
 
+def _clocks(clocks: list[dict] | None, memory: list[dict] | None) -> list[Family]:
+    """Each xe card's GT frequencies and VRAM (box.gpu_clocks.cards), and the VRAM its DRM clients
+    hold (box.drm_memory.per_card; None when some process could not be read: no partial sums)."""
+    freq = Family(
+        f"{PREFIX}gpu_frequency_mhz",
+        "gauge",
+        "The GT's frequencies (xe freq0): act what it runs at (0 in RC6), cur, min, max, rp0, rpe, rpn.",
+    )
+    total = Family(f"{PREFIX}gpu_vram_bytes", "gauge", "The card's VRAM (xe physical_vram_size_bytes).")
+    used = Family(
+        f"{PREFIX}gpu_vram_used_bytes", "gauge", "VRAM resident for the card's DRM clients (fdinfo)."
+    )
+    held = {row["pdev"]: row["vram_bytes"] for row in memory or [] if row.get("driver") == "xe"}
+    for card in clocks or []:
+        for gt, kinds in sorted(card["freq_mhz"].items()):
+            for kind, mhz in sorted(kinds.items()):
+                freq.add(mhz, card=card["card"], gt=gt, kind=kind)
+        if card["vram_bytes"] is not None:
+            total.add(card["vram_bytes"], card=card["card"])
+        if memory is not None:
+            used.add(held.get(card["card"], 0), card=card["card"])
+    return [freq, total, used]
+
+
 def _out_of_service(vllm: dict, mark: dict | None) -> Family:
     """1 while the box is out of service (a wedged GPU; vllm/out_of_service.py), 0 in service."""
     family = Family(
@@ -231,13 +255,18 @@ def collect(
     health: tuple[list[float] | None, dict | None] = (None, None),
     power: list[dict] | None = None,
     out_of_service: dict | None = None,
+    clocks: list[dict] | None = None,
+    memory: list[dict] | None = None,
 ) -> list[Family]:
     """Every family, from the records (as arcops.common.records.read_published), the facts
     (arcops.box.facts.collect), the last start report, this boot's kernel lines (None: unreadable),
     the health watch's (restart times, latest report), the cards' hwmon figures
-    (arcops.box.gpu_power.cards) and the out-of-service mark (arcops.vllm.out_of_service.read)."""
+    (arcops.box.gpu_power.cards), the out-of-service mark (arcops.vllm.out_of_service.read), the
+    cards' clocks and VRAM (arcops.box.gpu_clocks.cards) and their DRM clients' memory
+    (arcops.box.drm_memory.per_card, None when not every process could be read)."""
     records = {k: v for k, v in records.items() if isinstance(v, dict)}
-    families = [_stack(records, facts), *_gpus(facts, kernel_lines), *_power(power), *_start(start_report)]
+    families = [_stack(records, facts), *_gpus(facts, kernel_lines), *_power(power), *_clocks(clocks, memory)]
+    families += _start(start_report)
     families.append(_vllm_p2p(_dict(records.get("vllm_service"))))
     families.append(_out_of_service(_dict(records.get("vllm_service")), out_of_service))
     families += _health(*health, now)
