@@ -141,3 +141,11 @@ def test_the_module_plans_the_resume_and_says_why(tmp_path):
 def test_a_resumed_box_that_finished_is_resumed_in_a_word(action, word):
     steps = [{"step": "begin", "result": "ok"}, {"step": "done", "result": "ok"}]
     assert rollout.box_result({"action": action, "steps": steps}) == word
+
+
+def test_a_box_never_takes_the_baselines_of_a_box_named_after_it(tmp_path):
+    run = _cut_run(tmp_path / "rollouts")
+    (run / rollout.BENCH / "b.lab.vllm_service.json").write_text('{"tok_s": 1.0}\n')  # box "b.lab"
+    assert rollout_resume.resumable(run)["b"]["baselines"] == {
+        "vllm_service": str(run / "bench" / "b.vllm_service.json")
+    }

@@ -37,12 +37,14 @@ def cut_off_run(root: str | Path) -> Path | None:
 
 
 def _baselines(run: Path, box: str) -> dict[str, str]:
-    prefix = f"{box}."
-    return {
-        p.name[len(prefix) : -len(".json")]: str(p)
-        for p in sorted((run / rollout.BENCH).glob(f"{box}.*.json"))
-        if p.name.startswith(prefix) and p.is_file()
-    }
+    """BOX's bench/BOX.SERVICE.json files by service. A service name has no dot, so box a's
+    glob never takes box a.lab's files."""
+    found = {}
+    for p in sorted((run / rollout.BENCH).glob(f"{box}.*.json")):
+        service = p.name[len(box) + 1 : -len(".json")]
+        if "." not in service and p.is_file():
+            found[service] = str(p)
+    return found
 
 
 def resumable(run: Path) -> dict[str, dict]:
@@ -78,10 +80,11 @@ def resume(planned: dict, run: Path | None) -> list[str]:
     if run is None:
         return []
     try:
-        release = rollout.load(run).get("release")
+        record = rollout.load(run)  # read once: its release and its boxes
+        release, cut = record.get("release"), _resumable(run, record)
     except _DAMAGED:
         return []
-    cut, lines = resumable(run), []
+    lines = []
     for row in planned["boxes"]:
         info = cut.get(row["box"])
         planned_as = (row["action"], row["before"], row["target"])
