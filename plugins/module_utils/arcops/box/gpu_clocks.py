@@ -21,21 +21,20 @@ FREQS = ("act_freq", "cur_freq", "min_freq", "max_freq", "rp0_freq", "rpe_freq",
 MAX_MHZ = 100_000  # beyond any GPU clock: a bigger figure is a misread file, not a clock
 
 
-def _tiles(sysroot: SysRoot, base: str) -> list[str]:
-    return sorted(n for n in sysroot.listdir(base) if n.startswith("tile") and n[4:].isdigit())
+def _numbered(sysroot: SysRoot, folder: str, prefix: str) -> list[str]:
+    """FOLDER's entries named PREFIX and a number (tile0, gt1), in order."""
+    return sorted(n for n in sysroot.listdir(folder) if n.startswith(prefix) and n[len(prefix) :].isdigit())
 
 
 def card(sysroot: SysRoot, address: str) -> dict:
     """{card, vram_bytes (None when not exposed), freq_mhz: {tileN/gtM: {kind: MHz}}}."""
     base = f"/sys/bus/pci/devices/{address}"
     vram, freqs = None, {}
-    for tile in _tiles(sysroot, base):
+    for tile in _numbered(sysroot, base, "tile"):
         size = parse_int(sysroot.read(f"{base}/{tile}/physical_vram_size_bytes"))
         if size is not None and size > 0:
             vram = (vram or 0) + size
-        for gt in sorted(
-            n for n in sysroot.listdir(f"{base}/{tile}") if n.startswith("gt") and n[2:].isdigit()
-        ):
+        for gt in _numbered(sysroot, f"{base}/{tile}", "gt"):
             found = {}
             for kind in FREQS:
                 mhz = parse_int(sysroot.read(f"{base}/{tile}/{gt}/freq0/{kind}"))
