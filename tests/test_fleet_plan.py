@@ -4,11 +4,13 @@ rollout's dry run, per box its wave and action, and its refusals before anything
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from arcops.cli import fleet as fleet_cli
 from arcops.cli import main
 from arcops.cli.fleet import plan_rows
 from arcops.common import records
@@ -92,6 +94,26 @@ def test_a_plan_without_boxes_is_one_line(tmp_path, capsys, inventory, message):
     err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("dry run of")]
     assert rc == 2
     assert err == [message.replace("{tmp}", str(tmp_path))]
+
+
+def test_an_inventory_ansible_could_not_finish_reading_is_refused_before_it_starts(tmp_path, capsys):
+    """A FIFO or device in an inventory folder blocks ansible for good; `/` has it walk the machine."""
+    inventory = tmp_path / "fleet"
+    (inventory / "group_vars").mkdir(parents=True)
+    (inventory / "hosts.yml").write_text("all:\n  hosts: {}\n")
+    (inventory / "group_vars" / "all.yml").symlink_to(inventory / "hosts.yml")
+    (inventory / "gone.yml").symlink_to(tmp_path / "nowhere")  # ansible skips it with a warning
+    (inventory / "rollouts").mkdir()
+    os.mkfifo(inventory / "rollouts" / "fifo")  # ansible.cfg keeps rollouts/ from ansible: not read
+    assert fleet_cli.inventory_problem(str(inventory)) is None
+    os.mkfifo(inventory / "group_vars" / "fifo")
+    fifo = f"{inventory}/group_vars/fifo is not a regular file or a folder"
+    assert fleet_cli.inventory_problem(str(inventory)) == fifo
+    assert fleet_cli.inventory_problem("/dev/null") == "not a file or a folder"
+    assert fleet_cli.inventory_problem("/") is not None  # /dev's devices, or more entries than any inventory
+    rc = main(["fleet", "status", "-i", str(inventory)])
+    assert rc == 2
+    assert capsys.readouterr().err.splitlines() == [f"arcops fleet status: -i {inventory}: {fifo}"]
 
 
 def test_plan_rows_sort_the_dry_run_s_changes_per_box():

@@ -1,3 +1,6 @@
+import os
+import time
+
 from arcops.common.sysroot import SysRoot
 from arcops.kernel import grub
 
@@ -46,3 +49,24 @@ def test_boot_entry_needs_vmlinuz_initrd_and_menu_entry(tmp_path):
     assert entry.saved_entry == "gnulinux-simple-x"
     (tmp_path / "boot/initrd.img-6.17.0-1009-intel").write_text("i")
     assert grub.boot_entry(SysRoot(tmp_path), "6.17.0-1009-intel").bootable
+
+
+def test_inputs_changed_after_the_initrd_was_built_ask_for_a_rebuild(tmp_path):
+    """ctime against the initrd's mtime: a blob copied after the last build (a run cut off before
+    its initramfs rebuild) is stale; one that was there before the build is not."""
+    boot, firmware = tmp_path / "boot", tmp_path / "lib/firmware/xe"
+    boot.mkdir()
+    firmware.mkdir(parents=True)
+    initrd = boot / "initrd.img-6.17.0-1009-intel"
+    (firmware / "bmg_guc_70.bin").write_bytes(b"guc")
+    blobs = ["/lib/firmware/xe/bmg_guc_70.bin", "/lib/firmware/xe/absent.bin"]
+    root = SysRoot(tmp_path)
+    assert grub.changed_since_initrd(root, "6.17.0-1009-intel", blobs) == []  # no initrd yet
+    initrd.write_text("i")
+    now = time.time()
+    os.utime(initrd, (now + 100, now + 100))  # built after the copy
+    assert grub.boot_entry(root, "6.17.0-1009-intel", initrd_inputs=blobs).initrd_stale == []
+    os.utime(initrd, (now - 100, now - 100))  # built before it
+    entry = grub.boot_entry(root, "6.17.0-1009-intel", initrd_inputs=blobs)
+    assert entry.initrd_stale == ["/lib/firmware/xe/bmg_guc_70.bin"]
+    assert entry.as_dict()["initrd_stale"] == entry.initrd_stale

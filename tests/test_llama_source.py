@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 from arcops import cli
-from arcops.llama import cxx_scopes, llama_source
+from arcops.llama import change_manifest, cxx_scopes, llama_source
 
 from .helpers.llama_fixture import FIXTURE, export, tree_digest
 
@@ -56,7 +56,11 @@ def test_old_source_gets_every_device_allocation_and_free_routed(source):
     # After the rewrite (one line per call now), each call is found again where it landed.
     assert len(result.routed) == 8 and result.routed[0] == f"{SYCL}/common.cpp:7"
     after = tree_digest(root)
-    assert sorted(set(after) - set(before)) == [f"{SYCL}/arcops-ze-alloc.hpp"]
+    # The helper, and the change's own record of what it rewrote (llama/change_manifest.py).
+    assert sorted(set(after) - set(before)) == [
+        f"{SYCL}/{change_manifest.NAME}",
+        f"{SYCL}/arcops-ze-alloc.hpp",
+    ]
     assert sorted(k for k in before if before[k] != after[k]) == sorted(result.files[:3])
     code = (root / SYCL / "ggml-sycl.cpp").read_text()
     assert "sycl::malloc_device(\n" not in code and "sycl::malloc_host(size, *qptr)" in code  # host untouched
@@ -75,12 +79,36 @@ def test_second_run_and_check_mode_change_nothing(source):
     root = source("fixture-old")
     check = llama_source.apply(root, HELPER, check=True)
     assert check.changed and tree_digest(root) == tree_digest(FIXTURE / "old")  # nothing written
-    llama_source.apply(root, HELPER)
+    first = llama_source.apply(root, HELPER)
     done = tree_digest(root)
     again = llama_source.apply(root, HELPER)
     assert (again.path, again.changed, again.files) == ("arcops", False, [])
     assert len(again.routed) == 8  # a re-run still says what the change routed
+    # ... and what it rewrote, by kind (a run cut off before the build records these again)
+    assert again.sites == first.sites and again.counts() == first.counts() != {}
     assert tree_digest(root) == done
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "{",
+        "[]",
+        '{"format": 2, "sites": []}',
+        '{"format": 1, "sites": {}}',
+        '{"format": 1, "sites": [1]}',
+        '{"format": 1, "sites": [{"file": "a", "line": true, "kind": "alloc", "before": "", "after": ""}]}',
+        "[" * 100_000,
+        "\udcff",
+    ],
+)
+def test_a_damaged_change_record_reads_as_unknown(source, text):
+    root = source("fixture-old")
+    llama_source.apply(root, HELPER)
+    (root / SYCL / change_manifest.NAME).write_text(text, errors="surrogateescape")
+    again = llama_source.apply(root, HELPER)
+    assert (again.changed, again.sites, len(again.routed)) == (False, [], 8)
 
 
 def test_interrupted_run_completes_without_double_includes(source):

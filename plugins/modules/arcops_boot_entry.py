@@ -8,9 +8,18 @@ short_description: Check /boot and grub.cfg for a kernel release, and read GRUB'
 description:
   - Reports whether vmlinuz and initrd exist for O(release), the grub.cfg entry path to pass to
     grub-set-default, and grubenv's saved_entry. Never changes the host; supports check mode.
+  - With O(initrd_inputs), also which of those files changed after the release's initrd was
+    built (a run cut off between a firmware copy and its initramfs rebuild leaves one).
 options:
   release: {description: "Kernel release, e.g. C(6.17.0-1009-intel).", type: str, required: true}
   root: {description: Filesystem root to read under., type: path, default: /}
+  initrd_inputs:
+    description:
+      - Files the initrd carries (firmware blobs); each one changed after the initrd was built is
+        returned in C(entry.initrd_stale).
+    type: list
+    elements: path
+    default: []
 author: arcops maintainers (@arcops)
 """
 
@@ -23,7 +32,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 entry:
-  description: release, vmlinuz, initrd, entry_path, entry_title, saved_entry, bootable.
+  description:
+    - release, vmlinuz, initrd, entry_path, entry_title, saved_entry, bootable, and initrd_stale
+      (the O(initrd_inputs) changed since the initrd was built).
   returned: always
   type: dict
 """
@@ -39,6 +50,7 @@ def main():
         argument_spec={
             "release": {"type": "str", "required": True},
             "root": {"type": "path", "default": "/"},
+            "initrd_inputs": {"type": "list", "elements": "path", "default": []},
         },
         supports_check_mode=True,
     )
@@ -49,7 +61,7 @@ def main():
     except ValueError as e:
         module.fail_json(msg=f"root: {e}")
     try:
-        entry = boot_entry(root, module.params["release"])
+        entry = boot_entry(root, module.params["release"], initrd_inputs=module.params["initrd_inputs"])
     except ValueError as e:
         module.fail_json(msg=str(e))
     module.exit_json(changed=False, entry=entry.as_dict())

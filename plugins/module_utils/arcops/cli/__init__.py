@@ -9,7 +9,7 @@ import sys
 
 from .. import __version__
 from . import fleet, hardware, kernel, llama, operate, prove, report, vllm
-from .common import Parser, one_line
+from .common import Parser, error, one_line
 from .texts import COMMANDS, GROUPS, OLD_NAMES
 
 # Each group's commands, by the module that registers them.
@@ -65,23 +65,43 @@ def _new_words(argv: list[str]) -> list[str]:
     return argv
 
 
+# Values that may be empty on purpose: --render-nodes "" is "no GPU" (vllm render).
+EMPTY_OK = {"render_nodes"}
+
+
+def _empty_value(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:
+    """The option or argument given as an empty string: "" as a path is the working folder, as a
+    journal file "none given", as an output stdout; never what was meant."""
+    command = next(leaf for _path, leaf in leaves(parser) if leaf.get_default("func") is args.func)
+    for action in command._actions:
+        value = getattr(args, action.dest, None)
+        if action.dest not in EMPTY_OK and (value == "" or (isinstance(value, list) and "" in value)):
+            return action.option_strings[-1] if action.option_strings else action.metavar or action.dest
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(_new_words(list(sys.argv[1:] if argv is None else argv)))
+    parser = build_parser()
+    args = parser.parse_args(_new_words(list(sys.argv[1:] if argv is None else argv)))
     name = f"{args.group} {args.command}"
+    empty = _empty_value(parser, args)
+    if empty:
+        error(f"arcops {name}: {empty}: an empty value (name what you mean)")
+        return 2
     try:
         return args.func(args)
     except KeyboardInterrupt:
-        print("arcops: interrupted", file=sys.stderr)
+        error("arcops: interrupted")
         return 130
     except BrokenPipeError:  # the reader went away (| head): nothing more to say
         return 0
     except ValueError as e:  # the helpers' own refusals (InputError, SpecError, ...) are ValueErrors
-        print(f"arcops: {one_line(e)}", file=sys.stderr)
+        error(f"arcops: {one_line(e)}")
         return 2
     except OSError as e:
         where = f"{e.filename}: " if e.filename else ""
-        print(f"arcops {name}: {where}{e.strerror or one_line(e)}", file=sys.stderr)
+        error(f"arcops {name}: {where}{e.strerror or one_line(e)}")
         return 2
     except RecursionError:
-        print(f"arcops {name}: input nested too deeply", file=sys.stderr)
+        error(f"arcops {name}: input nested too deeply")
         return 2

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import io
+import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -12,8 +14,19 @@ from ..common.inputs import open_input
 from ..common.sysroot import SysRoot
 
 
+def flat(text: str) -> str:
+    """TEXT on one line that cannot steer a terminal: an input named in a message may hold line
+    breaks, escape codes, bidi controls or bytes that were not UTF-8 (as lone surrogates)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in " ".join(text.split()))
+
+
 def one_line(e: BaseException) -> str:
-    return " ".join(str(e).split()) or type(e).__name__
+    return flat(str(e)) or type(e).__name__
+
+
+def error(text: object) -> None:
+    """Say TEXT on stderr, on one line."""
+    sys.stderr.write(flat(str(text)) + "\n")
 
 
 def read_root(args: argparse.Namespace) -> SysRoot:
@@ -36,8 +49,27 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
+# ASCII digits only: int() and float() also take "1_0", " 12 " and other scripts' digits ("١٢").
+_WHOLE = re.compile(r"[+-]?[0-9]{1,18}")
+_NUMBER = re.compile(r"[+-]?([0-9]{1,18}([.][0-9]*)?|[.][0-9]+)([eE][+-]?[0-9]{1,3})?|[+-]?(inf|nan)", re.I)
+
+
+def whole(text: str) -> int:
+    """A whole number written in ASCII digits (at most 18 of them)."""
+    if not _WHOLE.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{flat(repr(text[:40]))} is not a whole number")
+    return int(text)
+
+
+def number(text: str) -> float:
+    """A number written in ASCII (nan and inf pass: the caller's range check names them)."""
+    if not _NUMBER.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{flat(repr(text[:40]))} is not a number")
+    return float(text)
+
+
 def positive_int(text: str) -> int:
-    value = int(text)
+    value = whole(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text} is not a positive number")
     return value
@@ -46,10 +78,7 @@ def positive_int(text: str) -> int:
 def _number(text: str, zero_ok: bool) -> float:
     import math
 
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    value = number(text)
     if not math.isfinite(value) or value < 0 or (value == 0 and not zero_ok):
         raise argparse.ArgumentTypeError(f"{text} is not a {'' if zero_ok else 'positive, '}finite number")
     return value

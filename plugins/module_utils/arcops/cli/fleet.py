@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..common.report import print_json, print_table
 from ..fleet import changes, fleet_status, release
+from .common import error
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -22,7 +23,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         # Every problem on its own line, each naming the file: a release is fixed in one pass.
         for problem in e.problems:
             named = problem if problem.startswith(args.file) else f"{args.file}: {problem}"
-            print(f"arcops fleet check: {' '.join(named.split())}", file=sys.stderr)
+            error(f"arcops fleet check: {' '.join(named.split())}")
         return 2
     if args.json:
         print_json(found)
@@ -38,20 +39,62 @@ def _cmd_check(args: argparse.Namespace) -> int:
 REPO = Path(__file__).resolve().parents[4]  # plugins/module_utils/arcops/cli/fleet.py
 
 
+# Ansible reads every file of an inventory folder, and of its folders: a FIFO or a device there
+# blocks it for good, and a folder such as / has it walk the machine. The folders ansible.cfg's
+# ignore_patterns keep from it (a fleet's rollout records, goldens) are not counted.
+INVENTORY_ENTRIES = 10_000
+NOT_INVENTORY = {"rollouts", "goldens"}
+
+
+def _dangling(path: str) -> bool:
+    return os.path.islink(path) and not os.path.exists(path)  # ansible skips it with a warning
+
+
+def inventory_problem(inventory: str) -> str | None:
+    """Why ansible could not read INVENTORY and end: None for a regular file, or a folder whose
+    tree (at most INVENTORY_ENTRIES entries) holds only regular files and folders."""
+    if os.path.isfile(inventory):
+        return None
+    if not os.path.isdir(inventory):
+        return "no such inventory" if not os.path.exists(inventory) else "not a file or a folder"
+    seen, folders = 0, [inventory]
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                seen += 1
+                if seen > INVENTORY_ENTRIES:
+                    return f"more than {INVENTORY_ENTRIES} entries: not an inventory folder"
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in NOT_INVENTORY:
+                        folders.append(entry.path)
+                elif not (entry.is_file() or entry.is_dir() or _dangling(entry.path)):  # links to them pass
+                    return f"{entry.path} is not a regular file or a folder"
+    return None
+
+
 def _run_playbook(
-    command: str, inventory: str, name: str, extra: dict, env: dict | None = None, check: bool = False
+    command: str,
+    inventory: str,
+    name: str,
+    extra: dict,
+    progress: str,
+    env: dict | None = None,
+    check: bool = False,
 ):
-    """Run playbooks/NAME against INVENTORY (this checkout's ansible.cfg; a dry run with CHECK):
-    the finished process, or None after saying why it could not start."""
+    """Run playbooks/NAME against INVENTORY (this checkout's ansible.cfg; a dry run with CHECK),
+    saying PROGRESS once the inventory is readable: the finished process, or None after saying
+    why it could not start."""
     playbook = REPO / "playbooks" / name
     if not playbook.is_file():
         print(
             f"arcops fleet {command}: runs from an arcops checkout ({playbook} is missing)", file=sys.stderr
         )
         return None
-    if not os.path.exists(inventory):
-        print(f"arcops fleet {command}: -i {inventory}: no such inventory", file=sys.stderr)
+    problem = inventory_problem(inventory)
+    if problem:
+        error(f"arcops fleet {command}: -i {inventory}: {problem}")
         return None
+    print(f"{progress} {inventory} ...", file=sys.stderr)
     runner = Path(sys.executable).with_name("ansible-playbook")
     argv = [str(runner), "-i", inventory, str(playbook), "-e", json.dumps(extra)]
     if check:
@@ -62,7 +105,7 @@ def _run_playbook(
 
 def _failed(command: str, done) -> int:
     tail = (done.stdout + done.stderr).strip().splitlines()[-8:]
-    print(f"arcops fleet {command}: ansible-playbook failed ({done.returncode}):", file=sys.stderr)
+    error(f"arcops fleet {command}: ansible-playbook failed ({done.returncode}):")
     print("\n".join(f"  {line}" for line in tail), file=sys.stderr)
     return 2
 
@@ -72,11 +115,17 @@ def fleet_status_data(inventory: str) -> dict | None:
     saying why it could not be read."""
     with tempfile.TemporaryDirectory(prefix="arcops-fleet-") as tmp:
         out = Path(tmp) / "status.json"
-        print(f"reading every box of {inventory} ...", file=sys.stderr)
         done = _run_playbook(
-            "status", inventory, "fleet_status.yml", {"arcops_fleet_status_output": str(out)}
+            "status",
+            inventory,
+            "fleet_status.yml",
+            {"arcops_fleet_status_output": str(out)},
+            "reading every box of",
         )
         if done is None:
+            return None
+        if done.returncode == 0 and not out.is_file():  # the play matched no host
+            error(f"arcops fleet status: -i {inventory}: no box in arc_servers")
             return None
         if done.returncode != 0 or not out.is_file():
             _failed("status", done)
@@ -126,12 +175,12 @@ def plan_rows(planned: dict, changed: dict) -> list[dict]:
 def _cmd_plan(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="arcops-fleet-") as tmp:
         plan_file, changes_file = Path(tmp) / "plan.json", Path(tmp) / "changes.json"
-        print(f"dry run of playbooks/rollout.yml on every box of {args.inventory} ...", file=sys.stderr)
         done = _run_playbook(
             "plan",
             args.inventory,
             "rollout.yml",
             {"arcops_rollout_plan_output": str(plan_file)},
+            "dry run of playbooks/rollout.yml on every box of",
             {"ARCOPS_CHANGES_FILE": str(changes_file)},
             check=True,
         )
@@ -140,10 +189,10 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         planned = json.loads(plan_file.read_text()) if plan_file.is_file() else None
         if planned and planned["problems"]:
             for problem in planned["problems"]:
-                print(f"arcops fleet plan: refused: {problem}", file=sys.stderr)
+                error(f"arcops fleet plan: refused: {problem}")
             return 2
         if done.returncode == 0 and planned is None:  # the plan play matched no host
-            print(f"arcops fleet plan: -i {args.inventory}: no box in arc_servers", file=sys.stderr)
+            error(f"arcops fleet plan: -i {args.inventory}: no box in arc_servers")
             return 2
         if done.returncode != 0 or planned is None or not changes_file.is_file():
             return _failed("plan", done)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ..box import drm_memory, facts, firmware, journal
 from ..box.pcie import PCI_DEVICES
 from ..common.report import print_json, print_table
-from .common import kernel_log, read_root, with_root
+from .common import error, kernel_log, read_root, whole, with_root
 
 GPU_COLUMNS = [
     "address",
@@ -36,6 +35,9 @@ def _simulated_banner(data: dict) -> None:
 
 
 def _cmd_facts(args: argparse.Namespace) -> int:
+    relative = [path for path in args.disk if not path.startswith("/")]
+    if relative:  # free space "here" would depend on where the command ran
+        raise ValueError(f"--disk {relative[0]!r}: give an absolute path")
     data = facts.collect(read_root(args), args.disk)
     if args.json:
         print_json(data)
@@ -65,7 +67,7 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
         if data["gpus"]:
             print_table([{**g, "slot_link": _link_text(g["link"])} for g in data["gpus"]], GPU_COLUMNS)
     if not data["gpus"]:
-        print(f"arcops: no Intel GPU found in {root.path(PCI_DEVICES)}", file=sys.stderr)
+        error(f"arcops: no Intel GPU found in {root.path(PCI_DEVICES)}")
         return 1
     return 0
 
@@ -90,11 +92,12 @@ def _cmd_gpu_memory(args: argparse.Namespace) -> int:
             for c in cards
         ]
         print_table(rows, ["card", "driver", "clients", "processes", "host_gib", "vram_gib"])
-    if skipped:
-        print(f"arcops: {skipped} process(es) not readable: run as root to count them", file=sys.stderr)
-    if not cards:
-        print("arcops: no DRM client found in /proc (is anything using the GPUs?)", file=sys.stderr)
+    unread = f"; {skipped} process(es) not readable: run as root to count them" if skipped else ""
+    if not cards:  # one line either way
+        error(f"arcops: no DRM client found in /proc (is anything using the GPUs?){unread}")
         return 1
+    if unread:
+        error(f"arcops: {unread[2:]}")
     return 0
 
 
@@ -102,7 +105,7 @@ def _cmd_firmware_version(args: argparse.Namespace) -> int:
     try:
         found = firmware.blob_version(args.path)
     except firmware.FirmwareError as e:
-        print(f"arcops: {e}", file=sys.stderr)
+        error(f"arcops: {e}")
         return 2
     if args.json:
         print_json(found.as_dict())
@@ -140,7 +143,7 @@ def add(sub) -> None:
             help="host RAM (system + GTT) and VRAM the GPU driver holds, per card, from DRM fdinfo",
         )
     )
-    p.add_argument("--pid", type=int, action="append", help="only this process (repeat for more)")
+    p.add_argument("--pid", type=whole, action="append", help="only this process (repeat for more)")
     p.set_defaults(func=_cmd_gpu_memory)
 
     p = sub.add_parser("firmware-version", help="version in a GuC/HuC blob's header (.bin or .bin.zst)")

@@ -11,7 +11,7 @@ from ..common.outputs import OutputError, output_file, write_atomic
 from ..common.report import print_json, print_table
 from ..kernel import bundle, debrepack, grub
 from ..kernel.debs import DebError
-from .common import Parser, read_root
+from .common import Parser, error, read_root
 
 
 def _cmd_bundle_lock(args: argparse.Namespace) -> int:
@@ -20,7 +20,7 @@ def _cmd_bundle_lock(args: argparse.Namespace) -> int:
             output_file(args.output, "lock file (-o)")
         lock = bundle.make_lock(args.tarball, args.flavour)
     except (bundle.BundleError, DebError, OutputError) as e:
-        print(f"arcops: {e}", file=sys.stderr)
+        error(f"arcops: {e}")
         return 2
     text = json.dumps(lock, indent=2, sort_keys=True) + "\n"
     if args.output:
@@ -39,7 +39,7 @@ def _cmd_bundle_verify(args: argparse.Namespace) -> int:
         lock = bundle.load_lock(args.lock)
         found = bundle.verify(bundle.top_folder(Path(args.folder)), lock)
     except (bundle.BundleError, DebError, OSError, ValueError) as e:
-        print(f"arcops: {e}", file=sys.stderr)
+        error(f"arcops: {e}")
         return 2
     print(f"bundle {found.version} matches {args.lock}")
     return 0
@@ -58,7 +58,7 @@ def _cmd_debrepack(args: argparse.Namespace) -> int:
     try:
         reports = debrepack.repack_all(args.debs, args.output)
     except debrepack.RepackError as e:
-        print(f"arcops: {e}", file=sys.stderr)
+        error(f"arcops: {e}")
         return 2
     if args.json:
         print_json(reports)

@@ -14,7 +14,7 @@ from ..common.outputs import output_file, write_atomic
 from ..common.report import print_json, print_table
 from ..llama import allocprobe, llama_bench, llama_source, same_output
 from ..prove import prompts
-from .common import positive_int, seconds
+from .common import error, number, positive_int, seconds
 
 
 def _cmd_llama_source(args: argparse.Namespace) -> int:
@@ -23,7 +23,7 @@ def _cmd_llama_source(args: argparse.Namespace) -> int:
         helper = llama_source.shipped_helper()
         result = llama_source.apply(args.source, helper, check=args.check, leftovers=leftovers).as_dict()
     except (llama_source.SourceMismatch, OSError) as e:
-        print(f"arcops: {e}", file=sys.stderr)
+        error(f"arcops: {e}")
         return 2
     if args.json:
         print_json(result)
@@ -69,7 +69,7 @@ def _cmd_alloc_probe_verdict(args: argparse.Namespace) -> int:
         text = sys.stdin.buffer.read() if args.report == "-" else read_bytes(args.report, "probe report")
         found = allocprobe.verdict(allocprobe.parse(text), args.max_host_ram_fraction)
     except (allocprobe.ProbeError, OSError, ValueError) as e:
-        print(f"arcops: {e}", file=sys.stderr)
+        error(f"arcops: {e}")
         return 2
     if args.json:
         print_json(found.as_dict())
@@ -100,7 +100,7 @@ def _cmd_llama_bench(args: argparse.Namespace) -> int:
             args.llama_bench, args.model, args.tests, args.repetitions, _extra(args), args.timeout
         )
     except ValueError as e:
-        print(f"arcops llama bench: {' '.join(str(e).split())}", file=sys.stderr)
+        error(f"arcops llama bench: {' '.join(str(e).split())}")
         return 2
     if args.output:
         write_atomic(args.output, json.dumps(result, indent=2, sort_keys=True) + "\n")
@@ -126,7 +126,7 @@ def _cmd_same_output(args: argparse.Namespace) -> int:
             logs = Path(args.log_dir) if args.log_dir else Path(tmp)
             result = same_output.run(args.llama_server, args.model, data, logs, _extra(args), args.timeout)
     except (same_output.SameOutputError, prompts.PromptSetError, ValueError) as e:
-        print(f"arcops llama same-output: {' '.join(str(e).split())}", file=sys.stderr)
+        error(f"arcops llama same-output: {' '.join(str(e).split())}")
         return 2
     if args.output:
         write_atomic(args.output, json.dumps(result, indent=2, sort_keys=True) + "\n")
@@ -178,7 +178,7 @@ def add(sub) -> None:
     p.add_argument("report", help="the probe's JSON output, or - for standard input")
     p.add_argument(
         "--max-host-ram-fraction",
-        type=float,
+        type=number,
         default=allocprobe.DEFAULT_MAX_FRACTION,
         help="host RAM a Level Zero allocation may cost, as a fraction of its size (default 0.01)",
     )

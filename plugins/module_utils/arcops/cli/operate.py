@@ -15,7 +15,7 @@ from ..common.records import FACT_DIR, read_published
 from ..common.report import print_json, print_table
 from ..operate import diag, metrics
 from ..vllm import out_of_service
-from .common import kernel_log, one_line, read_root, with_box_source
+from .common import kernel_log, number, one_line, read_root, with_box_source
 
 
 def _kernel_lines(args: argparse.Namespace) -> list[str] | None:
@@ -124,7 +124,7 @@ def add(sub) -> None:
         "--root", default="/", help="read files under this folder (fixture trees); commands run as found"
     )
     p.add_argument(
-        "--timeout", type=float, default=diag.TIMEOUT, help="seconds each command may take (default 30)"
+        "--timeout", type=number, default=diag.TIMEOUT, help="seconds each command may take (default 30)"
     )
     p.add_argument(
         "--keep-devcoredumps", action="store_true", help="copy devcoredumps without freeing them afterwards"

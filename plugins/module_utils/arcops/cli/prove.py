@@ -13,7 +13,7 @@ from ..common.outputs import output_file, write_atomic
 from ..common.report import print_json, print_table
 from ..prove import bench, gate, prompts
 from ..prove.openai_api import ApiError, Endpoint, read_key_file
-from .common import finite, positive_int
+from .common import error, finite, number, positive_int, whole
 
 KEY_ENV = "ARCOPS_API_KEY"
 WATCH_HELP = (
@@ -65,7 +65,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
             endpoint, args.model, data, golden, args.fail_on_drift, args.stack, watch=_watch(args)
         )
     except (gate.GateError, prompts.PromptSetError, ApiError, ValueError) as e:
-        print(f"arcops prove gate: {' '.join(str(e).split())}", file=sys.stderr)
+        error(f"arcops prove gate: {' '.join(str(e).split())}")
         return 2
     if args.write_golden:
         write_atomic(args.write_golden, json.dumps(gate.golden_from(report), indent=2, sort_keys=True) + "\n")
@@ -118,8 +118,8 @@ def add(sub) -> None:
 
 def _int_list(text: str) -> list[int]:
     try:
-        values = [int(v) for v in text.split(",")]
-    except ValueError:
+        values = [whole(v) for v in text.split(",")]
+    except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of numbers") from None
     if not values or min(values) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: every number must be 1 or more")
@@ -157,7 +157,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             warmup_per_stream=args.warmup,
         )
     except (bench.BenchError, ApiError, ValueError) as e:
-        print(f"arcops prove bench: {' '.join(str(e).split())}", file=sys.stderr)
+        error(f"arcops prove bench: {' '.join(str(e).split())}")
         return 2
     worse = bench.failures(result)
     if args.output:
@@ -168,7 +168,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         try:
             bench_png(result, args.plot, baseline)
         except PlotError as e:
-            print(f"arcops prove bench: {e}", file=sys.stderr)
+            error(f"arcops prove bench: {e}")
             return 2
     if args.json:
         print_json(result)
@@ -241,8 +241,8 @@ def _pair(figure: dict | None) -> str:
 
 def _warmup(text: str) -> int:
     try:
-        n = int(text)
-    except ValueError:
+        n = whole(text)
+    except argparse.ArgumentTypeError:
         n = -1
     if not 0 <= n <= 100:
         raise argparse.ArgumentTypeError(f"{text!r}: a whole number from 0 to 100")
@@ -295,7 +295,7 @@ def add_bench(sub) -> None:
     )
     p.add_argument(
         "--tolerance",
-        type=float,
+        type=number,
         default=bench.TOLERANCE,
         help=f"how much worse is allowed (default {bench.TOLERANCE:g} = {bench.TOLERANCE * 100:g} %%)",
     )

@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import socket
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from ..common.prometheus_text import render
 from ..fleet import fleet_metrics, fleet_report, release, rollout
 from ..operate import redact
 from ..operate import report as box_report
-from .common import read_root, with_box_source
+from .common import error, read_root, with_box_source
 from .fleet import fleet_status_data
 from .operate import box_sources
 
@@ -93,7 +92,7 @@ def _cmd_fleet(args: argparse.Namespace) -> int:
         try:
             found = release.load(release_file)
         except release.ReleaseError as e:
-            print(f"arcops fleet report: {release_file}: {e.problems[0]}", file=sys.stderr)
+            error(f"arcops fleet report: {release_file}: {e.problems[0]}")
     run = Path(args.rollout) if args.rollout else (_latest_run(base / "rollouts") if base else None)
     record = rollout.load(run) if run else None
     redactor = redact.Redactor([])

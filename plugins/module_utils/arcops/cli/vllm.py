@@ -10,7 +10,7 @@ from pathlib import Path
 from ..common.report import print_json, print_table
 from ..common.sysroot import SysRoot
 from ..vllm.watch_options import DEFAULT_REPORT_DIR, HEALTH_INTERVAL, HealthOptions, WatchdogOptions
-from .common import finite, positive_int, seconds
+from .common import error, finite, positive_int, seconds
 
 WATCHDOG, HEALTH = WatchdogOptions(), HealthOptions()
 
@@ -38,7 +38,7 @@ def _cmd_vllm_render(args: argparse.Namespace) -> int:
         else:
             mem = host.mem_total_gib(SysRoot("/"))
             figure = f"this machine's MemTotal, {mem:.1f} GiB" if mem else "none (no MemTotal): no RAM check"
-        print(f"arcops: host RAM figure for the check: {figure}", file=sys.stderr)
+        error(f"arcops: host RAM figure for the check: {figure}")
         nodes = [n for n in args.render_nodes.split(",") if n] if args.render_nodes is not None else None
         pairs = arc_gpus = None
         if nodes is None:  # this machine: its Arc GPUs stand for empty devices, and P2P is judged on it
@@ -48,14 +48,18 @@ def _cmd_vllm_render(args: argparse.Namespace) -> int:
         try:
             spec = vllm_spec.render(settings, mem, nodes, pairs, arc_gpus)
             if spec["p2p"]["warning"]:
-                print(f"arcops: warning: {spec['p2p']['warning']}", file=sys.stderr)
+                error(f"arcops: warning: {spec['p2p']['warning']}")
         except vllm_spec.SpecError as e:
             required = tuple(f"{key} is required" for key in unread)  # already said: unreadable
             problems += [p for p in e.problems if not (unread and p.startswith(required))]
         if problems:
             raise vllm_spec.SpecError(problems)
-    except (ValueError, OSError) as e:  # SpecError is a ValueError
-        print(f"arcops: {e}", file=sys.stderr)
+    except vllm_spec.SpecError as e:  # every problem on its own line: fixed in one pass
+        for n, problem in enumerate(e.problems):
+            error(f"arcops: {problem}" if n == 0 else problem)
+        return 2
+    except (ValueError, OSError) as e:
+        error(f"arcops: {e}")
         return 2
     print(json.dumps(spec, indent=2))
     return 0
@@ -87,7 +91,7 @@ def _cmd_watchdog(args: argparse.Namespace) -> int:
         spec = watchdog.load_spec(args.spec)
         engine = docker_api.Engine(args.docker_host)
     except (watchdog.SpecError, docker_api.DockerError) as e:
-        print(f"arcops: {e}", file=sys.stderr)
+        error(f"arcops: {e}")
         return watchdog.EXIT_ERROR
     options = watchdog.Options(
         report_dir=Path(args.report_dir),
@@ -121,7 +125,7 @@ def _cmd_health_watch(args: argparse.Namespace) -> int:
     try:
         spec = watchdog.load_spec(args.spec)
     except watchdog.SpecError as e:
-        print(f"arcops: {e}", file=sys.stderr)
+        error(f"arcops: {e}")
         return 2
     try:
         url = vllm_spec.endpoint(spec)["url"]
@@ -133,7 +137,7 @@ def _cmd_health_watch(args: argparse.Namespace) -> int:
         )
         return 2
     except docker_api.DockerError as e:
-        print(f"arcops: {e}", file=sys.stderr)
+        error(f"arcops: {e}")
         return 2
     options = health_watch.Options(
         stall_seconds=args.stall_seconds,
@@ -145,7 +149,7 @@ def _cmd_health_watch(args: argparse.Namespace) -> int:
     try:
         lines = health_box.KernelLines(journal.follow())
     except journal.JournalError as e:
-        print(f"arcops: {e}", file=sys.stderr)
+        error(f"arcops: {e}")
         return 2
     watch = health_watch.HealthWatch(
         url,

@@ -16,6 +16,7 @@ class SysRoot:
     """A filesystem root (``/`` on a real host) that host paths are resolved under."""
 
     def __init__(self, root: str | os.PathLike[str] = "/") -> None:
+        self.given = os.fspath(root)
         self.root = Path(root)
 
     def path(self, host_path: str) -> Path:
@@ -47,6 +48,8 @@ class SysRoot:
 
     def check(self) -> None:
         """Refuse a root that is not a folder (a typo would otherwise read as an empty host)."""
+        if not self.given:  # Path("") is the working folder: no one means that by --root ''
+            raise ValueError("--root '': an empty path, not a folder")
         if not self.root.is_dir():
             raise ValueError(f"--root {self.root}: no such folder")
 

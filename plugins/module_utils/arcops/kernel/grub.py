@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from ..common.sysroot import SysRoot
 
@@ -28,6 +28,7 @@ class BootEntry:
     entry_path: str | None  # for grub-set-default; None when grub.cfg has no entry
     entry_title: str | None
     saved_entry: str | None  # what grubenv says the default is
+    initrd_stale: list[str] = field(default_factory=list)  # inputs changed after the initrd was built
 
     @property
     def bootable(self) -> bool:
@@ -79,8 +80,32 @@ def saved_entry(grubenv: str | None) -> str | None:
 RELEASE = re.compile(r"[0-9]+[.][0-9]+[0-9A-Za-z.+~_-]{0,100}")
 
 
-def boot_entry(sysroot: SysRoot, release: str, grub_cfg: str = "/boot/grub/grub.cfg") -> BootEntry:
-    """vmlinuz, initrd and GRUB's entry for RELEASE; ValueError when it is not a release."""
+def changed_since_initrd(sysroot: SysRoot, release: str, inputs: Iterable[str]) -> list[str]:
+    """The INPUTS (host paths, e.g. firmware blobs the initramfs carries) changed after RELEASE's
+    initrd was last built: their ctime is later than the initrd's mtime. ctime, because any write
+    or rename sets it and no copy that keeps times can set it back. A run cut off between a
+    blob's copy and the initramfs rebuild leaves such a blob, and the next run's copy changes
+    nothing: this is how that run knows. No initrd yet: nothing to rebuild (installing the kernel
+    builds it); an input that is not there has not changed."""
+    try:
+        built = sysroot.path(f"/boot/initrd.img-{release}").stat().st_mtime_ns
+    except OSError:
+        return []
+    changed = []
+    for host_path in inputs:
+        try:
+            if sysroot.path(host_path).stat().st_ctime_ns > built:
+                changed.append(host_path)
+        except OSError:
+            continue
+    return changed
+
+
+def boot_entry(
+    sysroot: SysRoot, release: str, grub_cfg: str = "/boot/grub/grub.cfg", initrd_inputs: Iterable[str] = ()
+) -> BootEntry:
+    """vmlinuz, initrd and GRUB's entry for RELEASE, and which INITRD_INPUTS changed since the
+    initrd was built; ValueError when it is not a release."""
     if not RELEASE.fullmatch(release):
         raise ValueError(f"release {release[:40]!r} is not a kernel release like 7.2.0-070200-generic")
     found = find_entry((sysroot.read(grub_cfg) or "").splitlines(), release)
@@ -91,4 +116,5 @@ def boot_entry(sysroot: SysRoot, release: str, grub_cfg: str = "/boot/grub/grub.
         entry_path=found[0] if found else None,
         entry_title=found[1] if found else None,
         saved_entry=saved_entry(sysroot.read("/boot/grub/grubenv")),
+        initrd_stale=changed_since_initrd(sysroot, release, initrd_inputs),
     )

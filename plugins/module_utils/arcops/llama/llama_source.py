@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import cxx_scopes
+from . import change_manifest, cxx_scopes
 
 SYCL_DIR = "ggml/src/ggml-sycl"
 HELPER = "arcops-ze-alloc.hpp"
@@ -317,7 +317,8 @@ def inspect(root: Path | str, leftovers: bool = True) -> tuple[Result, dict[Path
     if helper.is_file() and HELPER_MARK in helper.read_text(errors="replace"):
         left = [f"{s.file}:{s.line}: {s.before}" for s in _leftovers(root, texts)] if evidence else []
         path = "upstream" if evidence else "arcops"
-        return Result(path, False, options, evidence=evidence, routed=routed(root), unrouted=left), {}
+        sites = [Site(**site) for site in change_manifest.read(sycl)]  # what the change rewrote
+        return Result(path, False, options, evidence, sites, routed=routed(root), unrouted=left), {}
 
     # Calls rewritten by an earlier, interrupted run: the change must still be completed.
     earlier = any("arcops_ze_malloc_device(" in text for text in texts.values())
@@ -385,6 +386,7 @@ def apply(root: Path | str, helper_text: str, check: bool = False, leftovers: bo
     for path, text in writes.items():
         path.write_text(text)
     if result.changed:  # last: the helper's presence marks the source as changed
+        change_manifest.write(Path(root) / SYCL_DIR, [site.as_dict() for site in result.sites])
         (Path(root) / SYCL_DIR / HELPER).write_text(helper_text)
     if result.changed or result.path == "arcops":
         result.routed = routed(root)
