@@ -28,6 +28,7 @@ from arcops.cli.common import flat
 from hypothesis import given
 from hypothesis import strategies as st
 
+from .helpers.folder_state import snapshot
 from .helpers.fuzz import FUZZ
 
 REPO = Path(__file__).resolve().parents[1]
@@ -100,16 +101,6 @@ def _cases():
                     yield path, command, action, kind, value
 
 
-def _snapshot(root: Path) -> dict:
-    found = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            item = os.path.join(dirpath, name)
-            st = os.lstat(item)
-            found[os.path.relpath(item, root)] = (st.st_mode, st.st_size, st.st_mtime_ns)
-    return found
-
-
 class _Hang(Exception):
     pass
 
@@ -171,11 +162,11 @@ def _one(path, command, action, value: str, folder: Path) -> str:
     (folder / "cwd").mkdir()
     os.mkfifo(folder / "fifo")
     argv = [a.replace("{tmp}", str(folder)) for a in _argv(path, command, action, value)]
-    before = _snapshot(folder)
+    before = snapshot(folder)
     code, err = _run(argv, folder)
     assert code != 98, f"no end within {SECONDS} s"
     assert code != 99 and "Traceback" not in err, err[-2000:]
-    after = _snapshot(folder)
+    after = snapshot(folder)
     changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
     assert all(_named(k, argv, folder, before) for k in changed), f"changed {sorted(changed)}"
     lines = err.splitlines()

@@ -10,6 +10,8 @@ import sys
 import pytest
 from arcops import cli
 
+from .helpers.folder_state import snapshot
+
 # Files every case may name: {tmp} is the case's own folder.
 INPUTS = {
     "bad.bin": b"\xff\xfe\x00garbage",
@@ -164,16 +166,6 @@ CASES = [
 ]
 
 
-def _snapshot(root):
-    found = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            path = os.path.join(dirpath, name)
-            st = os.lstat(path)
-            found[os.path.relpath(path, root)] = (st.st_mode, st.st_size, st.st_mtime_ns)
-    return found
-
-
 @pytest.fixture
 def inputs(tmp_path, monkeypatch):
     for name, data in INPUTS.items():
@@ -187,7 +179,7 @@ def inputs(tmp_path, monkeypatch):
 @pytest.mark.parametrize(("argv", "code", "fragment"), CASES, ids=[" ".join(c[0])[:60] for c in CASES])
 def test_bad_input_gets_one_line_and_changes_nothing(inputs, capsys, argv, code, fragment):
     argv = [a.replace("{tmp}", str(inputs)) for a in argv]
-    before = _snapshot(inputs)
+    before = snapshot(inputs)
     try:
         rc = cli.main(argv)
     except SystemExit as e:  # argparse's usage errors
@@ -196,7 +188,7 @@ def test_bad_input_gets_one_line_and_changes_nothing(inputs, capsys, argv, code,
     assert rc == code, err
     assert fragment.replace("{tmp}", str(inputs)) in err
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    assert _snapshot(inputs) == before  # the fifo is still a fifo, no output made, nothing in cwd
+    assert snapshot(inputs) == before  # the fifo is still a fifo, no output made, nothing in cwd
 
 
 def test_the_installed_command_prints_no_traceback_on_an_internal_surprise(inputs):
