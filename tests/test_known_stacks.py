@@ -23,6 +23,9 @@ def _names(**found):
         ({"compute_runtime": "26.09.37435.1", "igc": "2.32.7"}, ["compute-runtime-26.09-peer-host-mirror"]),
         ({"compute_runtime": "26.22.38500.2", "igc": "2.34.4"}, ["compute-runtime-26.09-peer-host-mirror"]),
         ({"compute_runtime": "26.31.39395.13", "igc": "2.34.4"}, []),  # past what was measured
+        ({"compute_runtime": "26.27.39122.12", "igc": "2.38.3"}, ["compute-runtime-26.27.39122.12-sigsegv"]),
+        ({"compute_runtime": "26.27.39122.12-1~24.04"}, ["compute-runtime-26.27.39122.12-sigsegv"]),
+        ({"compute_runtime": "26.27.39122.14", "igc": "2.38.5"}, []),  # the next build: not reported
         ({"compute_runtime": "26.14.37833.4", "igc": "2.32.7"}, ["compute-runtime-26.09-peer-host-mirror"]),
         ({"compute_runtime": "25.40.35563.10", "igc": "2.20.5"}, ["compute-runtime-25.40-igc-2.20-slow"]),
         ({"compute_runtime": "25.40.35563.10", "igc": "2.24.8"}, []),
