@@ -48,11 +48,11 @@ def check_serial(serial: Any, where: str = "arcops_rollout_serial") -> list[str]
 
 def batches(hosts: list[str], serial: list) -> list[list[str]]:
     """HOSTS in batches as Ansible's `serial: SERIAL` runs them (checked by check_serial)."""
-    out, left, n = [], list(hosts), 0
-    while left:
+    out, start, n = [], 0, 0
+    while start < len(hosts):  # by index: slicing off what is left each batch grew as n squared
         size = _size(serial[min(n, len(serial) - 1)], len(hosts)) or 1
-        out.append(left[:size])
-        left, n = left[size:], n + 1
+        out.append(hosts[start : start + size])
+        start, n = start + size, n + 1
     return out
 
 
@@ -60,16 +60,17 @@ def waves(groups: dict[str, list[str]], members: list[str], serial: list) -> lis
     """[{wave, batch, hosts}] in rollout order, or WavesError: a box in both waves or in none,
     a wave naming a box that is not an Arc box, a bad serial list."""
     canary, fleet = list(groups.get(CANARY) or []), list(groups.get(FLEET) or [])
+    # Sets for the membership tests: lists made them grow as the fleet's size squared.
+    in_canary, in_fleet, arc = set(canary), set(fleet), set(members)
     problems = check_serial(serial)
-    problems += [f"{h}: in both the canary and the fleet wave" for h in canary if h in fleet]
+    problems += [f"{h}: in both the canary and the fleet wave" for h in canary if h in in_fleet]
     problems += [
         f"{h}: an Arc box (arc_servers) in no wave: put it in canary or fleet"
         for h in members
-        if h not in canary and h not in fleet
+        if h not in in_canary and h not in in_fleet
     ]
-    problems += [
-        f"{h}: in a wave but not in arc_servers" for h in dict.fromkeys(canary + fleet) if h not in members
-    ]
+    named = dict.fromkeys(canary + fleet)
+    problems += [f"{h}: in a wave but not in arc_servers" for h in named if h not in arc]
     if not canary and not problems:
         problems.append("the canary group is empty: a rollout starts with one box")
     if problems:

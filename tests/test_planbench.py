@@ -1,0 +1,53 @@
+"""scripts/bench plan's logic (arcops.devtools.planbench): what it plans is what a rollout plans,
+its JSON says every size's cost, and bad arguments are refused before any run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from arcops.devtools import planbench
+from arcops.fleet import waves
+
+
+def test_the_synthetic_fleet_plans_as_a_rollout_would():
+    given = planbench.fleet(200)
+    planned = planbench.plan_once(given, [])
+    actions = [row["action"] for row in planned["boxes"]]
+    assert len(actions) == 200 and planned["boxes"][0]["wave"] == "canary"
+    assert actions.count("upgrade") == 20 and actions.count("downgrade") == 2  # a tenth behind, 1 % ahead
+    assert len(planned["problems"]) == 2 and "newer than the target" in planned["problems"][0]
+    # Batches of 1 then 25 % of the fleet wave, as Ansible's serial runs them.
+    fleet = [
+        w for w in waves.waves(given["groups"], given["members"], planbench.SERIAL) if w["wave"] == "fleet"
+    ]
+    assert [len(w["hosts"]) for w in fleet] == [1, 49, 49, 49, 49, 2]
+
+
+def test_the_json_gives_each_size_its_cost_and_the_growth(tmp_path, capsys):
+    out = tmp_path / "plan.json"
+    assert planbench.main(["--boxes", "10,100", "--runs", "1", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert [row["boxes"] for row in result["sizes"]] == [10, 100]
+    assert all(row["median_s"] > 0 and row["planned"] == row["boxes"] for row in result["sizes"])
+    assert result["per_box_growth"] > 0 and result["met"] is True
+    assert "target: 10,000 boxes in at most 1.0 s" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--boxes", "100,10"], "rising"),
+        (["--boxes", "0"], "counts from 1"),
+        (["--boxes", "ten"], "not a comma-separated list"),
+        (["--runs", "0"], "invalid choice"),
+        (["--json", "/nonexistent/folder/plan.json"], "does not exist"),
+    ],
+)
+def test_bad_arguments_are_refused_before_any_run(argv, said, capsys):
+    try:
+        code = planbench.main(argv)
+    except SystemExit as e:
+        code = e.code
+    err = capsys.readouterr().err
+    assert code == 2 and said in err and "[bench]" not in err
