@@ -83,7 +83,9 @@ def test_bad_run_count_is_refused_before_any_run(runs, capsys):
 
 def test_json_output_that_is_a_folder_is_refused_before_any_run(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(noopbench, "bench", lambda *a: pytest.fail("ran despite a bad --json"))
-    assert noopbench.main(["--json", str(tmp_path)]) == 2
+    with pytest.raises(SystemExit) as ended:  # as argparse's own refusals end
+        noopbench.main(["--json", str(tmp_path)])
+    assert ended.value.code == 2
     assert "--json" in capsys.readouterr().err
 
 

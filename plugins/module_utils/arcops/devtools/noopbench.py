@@ -19,8 +19,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..common.outputs import OutputError, output_file, write_atomic
 from ..common.report import print_json, print_table
+from . import bench_output
 
 # What a well-kept converged playbook costs on the lab's two boxes (issue targets).
 TARGET_MEDIAN_S = 15.0
@@ -139,17 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inventory", "-i", default="inventories/lab")
     parser.add_argument("--playbook", default="site.yml")
     parser.add_argument("--limit", "-l", default="arc_servers", help="host pattern (default arc_servers)")
-    parser.add_argument("--json", metavar="PATH", help="also write the runs and summary as JSON here")
-    parser.add_argument("--format", choices=["table", "json"], default="table")
+    bench_output.add_options(parser, "the runs and summary")
     parser.add_argument("--converge", metavar="CMD", help="run this first (scripts/lab-up), after the checks")
     parser.add_argument("extra", nargs="*", help="more ansible-playbook arguments (after --)")
     args = parser.parse_args(argv)
     ansible_bin = Path(sys.executable).parent
-    try:
-        json_out = output_file(args.json, "--json") if args.json else None  # refused before any run
-    except OutputError as e:
-        print(f"bench: {e}", file=sys.stderr)
-        return 2
+    json_out = bench_output.json_target(args)  # refused before any run
     if args.converge:
         print(f"[bench] converging first: {args.converge}", file=sys.stderr, flush=True)
         if subprocess.run([args.converge], check=False).returncode != 0:
@@ -161,8 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     except BenchError as e:
         print(f"bench: {e}", file=sys.stderr)
         return 1
-    if json_out:
-        write_atomic(json_out, json.dumps(result, indent=2) + "\n")
+    bench_output.write(json_out, result)
     s = result["summary"]
     if args.format == "json":
         print_json(result)

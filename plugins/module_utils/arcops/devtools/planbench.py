@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import statistics
 import sys
 import time
 
-from ..common.outputs import OutputError, output_file, write_atomic
 from ..common.report import print_json, print_table
 from ..fleet import known_stacks, rollout, waves
+from . import bench_output
 
 SIZES = (10, 100, 1000, 10_000)
 TARGET_SECONDS = 1.0  # for 10,000 boxes
@@ -106,17 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/bench plan", description=__doc__.splitlines()[0])
     parser.add_argument("--boxes", type=_sizes, default=SIZES, help="fleet sizes (default 10,100,1000,10000)")
     parser.add_argument("--runs", "-n", type=int, choices=range(1, 101), default=5, metavar="1..100")
-    parser.add_argument("--json", metavar="PATH", help="also write the result as JSON here")
-    parser.add_argument("--format", choices=["table", "json"], default="table")
+    bench_output.add_options(parser)
     args = parser.parse_args(argv)
-    try:
-        json_out = output_file(args.json, "--json") if args.json else None  # refused before any run
-    except OutputError as e:
-        print(f"bench: {e}", file=sys.stderr)
-        return 2
+    json_out = bench_output.json_target(args)  # refused before any run
     result = bench(args.boxes, args.runs)
-    if json_out:
-        write_atomic(json_out, json.dumps(result, indent=2) + "\n")
+    bench_output.write(json_out, result)
     if args.format == "json":
         print_json(result)
     else:

@@ -19,9 +19,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..common.outputs import OutputError, output_file, write_atomic
 from ..common.report import print_json, print_table
 from ..vllm import residency_shim
+from . import bench_output
 
 STUB_FLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Werror")
 TIMINGS = ("unrelated_ns", "resident_ns")  # what the program's bench mode reports per call
@@ -111,14 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=_count(1000, 10**9), default=20_000_000, help="calls per timing")
     parser.add_argument("--runs", "-n", type=_count(1, 100), default=5, help="timings each way (default 5)")
     parser.add_argument("--fixtures", type=Path, default=Path("tests/fixtures/l0_residency"))
-    parser.add_argument("--json", metavar="PATH", help="also write the result as JSON here")
-    parser.add_argument("--format", choices=["table", "json"], default="table")
+    bench_output.add_options(parser)
     args = parser.parse_args(argv)
-    try:
-        json_out = output_file(args.json, "--json") if args.json else None  # refused before any run
-    except OutputError as e:
-        print(f"bench: {e}", file=sys.stderr)
-        return 2
+    json_out = bench_output.json_target(args)  # refused before any run
     for name in ("stub_ze_loader.c", "residency_calls.c"):
         if not (args.fixtures / name).is_file():
             print(f"bench: --fixtures {args.fixtures}: no {name} there", file=sys.stderr)
@@ -129,8 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         detail = getattr(e, "stderr", "") or ""
         print(f"bench: {e}{': ' + detail.strip().splitlines()[0] if detail.strip() else ''}", file=sys.stderr)
         return 1
-    if json_out:
-        write_atomic(json_out, json.dumps(result, indent=2) + "\n")
+    bench_output.write(json_out, result)
     if args.format == "json":
         print_json(result)
         return 0

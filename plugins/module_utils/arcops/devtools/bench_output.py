@@ -1,0 +1,30 @@
+"""What every `scripts/bench` command shares: --json PATH and --format, and the JSON file checked
+before any run (a benchmark that runs for minutes must not fail at its end on a bad path)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..common.outputs import OutputError, output_file, write_atomic
+
+
+def add_options(parser: argparse.ArgumentParser, what: str = "the result") -> None:
+    parser.add_argument("--json", metavar="PATH", help=f"also write {what} as JSON here")
+    parser.add_argument("--format", choices=["table", "json"], default="table")
+
+
+def json_target(args: argparse.Namespace) -> Path | None:
+    """The --json file, checked now (None when not asked for); exit 2 after saying why not."""
+    try:
+        return output_file(args.json, "--json") if args.json else None
+    except OutputError as e:
+        print(f"bench: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def write(target: Path | None, result: dict) -> None:
+    if target:
+        write_atomic(target, json.dumps(result, indent=2) + "\n")
