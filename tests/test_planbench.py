@@ -4,6 +4,7 @@ its JSON says every size's cost, and bad arguments are refused before any run.""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from arcops.devtools import planbench
@@ -51,3 +52,17 @@ def test_bad_arguments_are_refused_before_any_run(argv, said, capsys):
         code = e.code
     err = capsys.readouterr().err
     assert code == 2 and said in err and "[bench]" not in err
+
+
+def test_docs_quote_the_recorded_benchmark():
+    """docs/fleet.md's planning figures are docs/bench/plan.json's (written by scripts/bench plan)."""
+    root = Path(__file__).resolve().parents[1]
+    recorded = json.loads((root / "docs" / "bench" / "plan.json").read_text())
+    largest = recorded["sizes"][-1]
+    text = " ".join((root / "docs" / "fleet.md").read_text().split())
+    stated = (
+        f"holds {largest['median_s']:.3f} s for {largest['boxes']:,} boxes, "
+        f"{largest['us_per_box']:.1f} µs a box, and {recorded['per_box_growth']:.2f} for the cost a box"
+    )
+    assert stated in text, f"docs/fleet.md should say: {stated}"
+    assert recorded["met"] is True
