@@ -17,7 +17,6 @@ import argparse
 import contextlib
 import io
 import os
-import signal
 import traceback
 from collections import Counter
 from pathlib import Path
@@ -30,6 +29,7 @@ from hypothesis import strategies as st
 
 from .helpers.folder_state import snapshot
 from .helpers.fuzz import FUZZ
+from .helpers.time_limit import Hang, within
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -101,23 +101,14 @@ def _cases():
                     yield path, command, action, kind, value
 
 
-class _Hang(Exception):
-    pass
-
-
-def _alarm(_signum, _frame):
-    raise _Hang
-
-
 def _run(argv: list[str], folder: Path) -> tuple[int, str]:
     """(exit code, stderr) of `arcops ARGV` in this process, cwd FOLDER/cwd (the parser and
     helpers are loaded once: ~2,700 cases in a minute). Exit 98: it did not end within SECONDS;
     99: a traceback escaped (stderr holds it)."""
     err = io.StringIO()
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(SECONDS)
     try:
         with (
+            within(SECONDS),
             contextlib.chdir(folder / "cwd"),
             contextlib.redirect_stderr(err),
             contextlib.redirect_stdout(io.StringIO()),
@@ -126,14 +117,11 @@ def _run(argv: list[str], folder: Path) -> tuple[int, str]:
                 code = cli.main(argv)
             except SystemExit as e:  # argparse's usage errors
                 code = e.code if isinstance(e.code, int) else 2
-    except _Hang:
+    except Hang:
         code = 98
     except Exception:
         err.write(traceback.format_exc())
         code = 99
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
     return code, err.getvalue().strip()
 
 

@@ -14,13 +14,14 @@ import functools
 import importlib
 import io
 import json
-import signal
 import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 import yaml
+
+from .helpers.time_limit import Hang, within
 
 REPO = Path(__file__).resolve().parents[1]
 # A module file without main() documents an action plugin that runs on the controller
@@ -72,14 +73,6 @@ def _plain(option: dict, tmp: Path) -> object:
     }[kind]
 
 
-class _Hang(Exception):
-    pass
-
-
-def _alarm(_signum, _frame):
-    raise _Hang
-
-
 def run(name: str, args: dict, tmp: Path) -> dict:
     """The module's result for ARGS, as Ansible would read it from its stdout."""
     from ansible.module_utils import basic
@@ -95,16 +88,12 @@ def run(name: str, args: dict, tmp: Path) -> dict:
     basic._ANSIBLE_ARGS = json.dumps({"ANSIBLE_MODULE_ARGS": params}).encode("utf-8", "surrogatepass")
     basic._ANSIBLE_PROFILE = "legacy"  # as `python -m` debugging of a module sends it
     out = io.StringIO()
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(20)
     try:
-        with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        with within(20), contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
             module.main()
-    except _Hang:
+    except Hang:
         pytest.fail(f"{name} did not answer within 20 s")
     finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
         basic._ANSIBLE_ARGS = basic._ANSIBLE_PROFILE = None
     return json.loads(out.getvalue())
 

@@ -76,8 +76,7 @@ class CallbackModule(CallbackBase):
             self._write(complete=False)
 
     def v2_playbook_on_handler_task_start(self, task):
-        if self._unwritten:
-            self._write(complete=False)
+        self.v2_playbook_on_task_start(task, False)
 
     def v2_playbook_on_stats(self, stats):
         if self._file:

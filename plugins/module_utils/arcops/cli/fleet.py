@@ -23,7 +23,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         # Every problem on its own line, each naming the file: a release is fixed in one pass.
         for problem in e.problems:
             named = problem if problem.startswith(args.file) else f"{args.file}: {problem}"
-            error(f"arcops fleet check: {' '.join(named.split())}")
+            error(f"arcops fleet check: {named}")
         return 2
     if args.json:
         print_json(found)

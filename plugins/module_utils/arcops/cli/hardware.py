@@ -92,13 +92,12 @@ def _cmd_gpu_memory(args: argparse.Namespace) -> int:
             for c in cards
         ]
         print_table(rows, ["card", "driver", "clients", "processes", "host_gib", "vram_gib"])
-    unread = f"; {skipped} process(es) not readable: run as root to count them" if skipped else ""
-    if not cards:  # one line either way
-        error(f"arcops: no DRM client found in /proc (is anything using the GPUs?){unread}")
-        return 1
-    if unread:
-        error(f"arcops: {unread[2:]}")
-    return 0
+    said = [] if cards else ["no DRM client found in /proc (is anything using the GPUs?)"]
+    if skipped:
+        said.append(f"{skipped} process(es) not readable: run as root to count them")
+    if said:  # one line either way
+        error("arcops: " + "; ".join(said))
+    return 0 if cards else 1
 
 
 def _cmd_firmware_version(args: argparse.Namespace) -> int:

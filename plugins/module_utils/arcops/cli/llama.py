@@ -100,7 +100,7 @@ def _cmd_llama_bench(args: argparse.Namespace) -> int:
             args.llama_bench, args.model, args.tests, args.repetitions, _extra(args), args.timeout
         )
     except ValueError as e:
-        error(f"arcops llama bench: {' '.join(str(e).split())}")
+        error(f"arcops llama bench: {e}")
         return 2
     if args.output:
         write_atomic(args.output, json.dumps(result, indent=2, sort_keys=True) + "\n")
@@ -126,7 +126,7 @@ def _cmd_same_output(args: argparse.Namespace) -> int:
             logs = Path(args.log_dir) if args.log_dir else Path(tmp)
             result = same_output.run(args.llama_server, args.model, data, logs, _extra(args), args.timeout)
     except (same_output.SameOutputError, prompts.PromptSetError, ValueError) as e:
-        error(f"arcops llama same-output: {' '.join(str(e).split())}")
+        error(f"arcops llama same-output: {e}")
         return 2
     if args.output:
         write_atomic(args.output, json.dumps(result, indent=2, sort_keys=True) + "\n")

@@ -65,7 +65,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
             endpoint, args.model, data, golden, args.fail_on_drift, args.stack, watch=_watch(args)
         )
     except (gate.GateError, prompts.PromptSetError, ApiError, ValueError) as e:
-        error(f"arcops prove gate: {' '.join(str(e).split())}")
+        error(f"arcops prove gate: {e}")
         return 2
     if args.write_golden:
         write_atomic(args.write_golden, json.dumps(gate.golden_from(report), indent=2, sort_keys=True) + "\n")
@@ -157,7 +157,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             warmup_per_stream=args.warmup,
         )
     except (bench.BenchError, ApiError, ValueError) as e:
-        error(f"arcops prove bench: {' '.join(str(e).split())}")
+        error(f"arcops prove bench: {e}")
         return 2
     worse = bench.failures(result)
     if args.output:

@@ -18,6 +18,7 @@ import statistics
 import sys
 import time
 
+from ..cli.common import whole
 from ..common.report import print_json, print_table
 from ..fleet import known_stacks, rollout, waves
 from . import bench_output
@@ -93,8 +94,8 @@ def bench(sizes: tuple[int, ...], runs: int) -> dict:
 
 def _sizes(text: str) -> tuple[int, ...]:
     try:
-        sizes = tuple(int(v) for v in text.split(","))
-    except ValueError:
+        sizes = tuple(whole(v) for v in text.split(","))
+    except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of box counts") from None
     if not sizes or any(not 1 <= s <= 100_000 for s in sizes) or list(sizes) != sorted(set(sizes)):
         raise argparse.ArgumentTypeError(f"{text!r}: counts from 1 to 100000, rising")

@@ -32,11 +32,12 @@ def read(sycl: Path) -> list[dict]:
     sites = data.get("sites") if isinstance(data, dict) and data.get("format") == FORMAT else None
     if not isinstance(sites, list):
         return []
-    valid = [
-        s
-        for s in sites
-        if isinstance(s, dict)
-        and set(s) == set(_KEYS)
-        and all(isinstance(s[k], kind) and not isinstance(s[k], bool) for k, kind in _KEYS.items())
-    ]
-    return valid if len(valid) == len(sites) else []
+    return sites if all(_site(s) for s in sites) else []
+
+
+def _site(site) -> bool:
+    return (
+        isinstance(site, dict)
+        and set(site) == set(_KEYS)
+        and all(isinstance(site[k], kind) and not isinstance(site[k], bool) for k, kind in _KEYS.items())
+    )
