@@ -22,6 +22,18 @@ require_root() {
   [ "$(id -u)" -eq 0 ] || die "run this as root (it installs packages and starts containers/VMs)"
 }
 
+# One build of a cached artefact at a time: the test pool's first steps on a fresh machine call
+# the same image builder at once (both VM scenarios, the vLLM stand-in's two users), and two
+# debootstraps or vmdb2 runs on one work file fail or corrupt it. Called first thing with "$@",
+# it runs the calling script again under flock on its own lock in the cache; a second caller
+# waits, then finds the artefact cached. -o: the lock stays with flock, never with a process the
+# build leaves running.
+serialize_build() {
+  [ "${ARCOPS_BUILD_LOCKED:-}" = "$0" ] && return 0
+  mkdir -p "$ARCOPS_CACHE"
+  ARCOPS_BUILD_LOCKED=$0 exec flock -o "$ARCOPS_CACHE/.$(basename "$0").lock" "$0" "$@"
+}
+
 # Put the project venv first on PATH so ansible, molecule and the arcops CLI are the pinned ones.
 use_venv() {
   [ -x "$ARCOPS_VENV/bin/python" ] || die "no venv at $ARCOPS_VENV: run scripts/bootstrap first"
