@@ -77,23 +77,52 @@ def llama_fixture_repo(tmp_path_factory):
     return repo, make_repo(repo)
 
 
-@pytest.fixture(scope="session")
-def vllm_server(tmp_path_factory):
-    """A real vLLM (PyPI's CPU build) serving the tiny test model on loopback, with an API key and
-    the hermes tool-call parser; one start for every test that asks it (about a minute)."""
+# The session's real vLLM, launched as soon as the run is collected when any test asks for it:
+# its start is about a minute, mostly one core, and the tests before the first that asks run
+# meanwhile. {"server": Server} once launched, {"error": why} when it could not be.
+_VLLM: dict = {}
+
+
+def _vllm_launch(log_dir: Path) -> None:
     from .helpers.vllm_cpu import Server
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    log = tmp_path_factory.mktemp("vllm") / "server.log"
     extra = ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
     try:
-        server = Server(port, log, extra).start()
+        _VLLM["server"] = Server(port, log_dir / "server.log", extra).launch()
     except RuntimeError as e:
+        _VLLM["error"] = str(e)
+
+
+def pytest_collection_finish(session):
+    if any("vllm_server" in getattr(item, "fixturenames", ()) for item in session.items):
+        _vllm_launch(session.config._tmp_path_factory.mktemp("vllm"))
+
+
+def pytest_sessionfinish(session):
+    server = _VLLM.pop("server", None)
+    if server is not None:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tmp_path_factory):
+    """A real vLLM (PyPI's CPU build) serving the tiny test model on loopback, with an API key and
+    the hermes tool-call parser; one start for every test that asks it (about a minute, begun
+    when the run was collected)."""
+    if not _VLLM:
+        _vllm_launch(tmp_path_factory.mktemp("vllm"))
+    if "error" in _VLLM:
+        pytest.fail(_VLLM["error"])
+    try:
+        server = _VLLM["server"].wait_ready()
+    except RuntimeError as e:
+        _VLLM.pop("server").stop()
+        _VLLM["error"] = str(e)
         pytest.fail(str(e))
-    yield server
-    server.stop()
+    return server
 
 
 @pytest.fixture(scope="session")

@@ -103,11 +103,18 @@ class Server:
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 600) -> Server:
+        return self.launch().wait_ready(timeout)
+
+    def launch(self) -> Server:
+        """Start the process and return at once (wait_ready waits for its first 200)."""
         env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1", PYTHONPATH=str(REPO))
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(
                 self.argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
+        return self
+
+    def wait_ready(self, timeout: float = 600) -> Server:
         from arcops.common import served  # here: the server itself runs this module in vLLM's venv
 
         try:

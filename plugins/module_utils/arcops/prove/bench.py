@@ -11,7 +11,9 @@ p99_itl_ms, ...), so results from either tool compare.
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -24,6 +26,7 @@ from . import (
     server_counters,
 )
 from .openai_api import ApiError, Endpoint
+from .prompts import lead, leading
 
 PERCENTILES = (50, 90, 99)
 
@@ -214,7 +217,7 @@ def run(
         raise BenchError(str(e)) from None
     limit = gate.max_length(endpoint, served)
     runs, left_out = prefill_lengths(lengths, limit, output_tokens)
-    short = gate.sized_needle(endpoint, model, "0", DECODE_PROMPT_TOKENS)
+    short = gate.sized_needle(endpoint, model, "0", DECODE_PROMPT_TOKENS, lead(0))
     with watch if watch is not None else nullcontext():
         warmup, decode, prefill = _levels(
             endpoint,
@@ -257,27 +260,31 @@ def failures(result: dict) -> list[str]:
 
 
 def _levels(endpoint, model, short, concurrency, runs, output_tokens, requests, progress, clock, warm=1):
+    seq, run = itertools.count(1), os.urandom(3).hex()  # each request's own lead (lead())
+
+    def bodies(n: int) -> list[dict]:
+        return [request_body(model, leading(short, i, run), output_tokens) for i in itertools.islice(seq, n)]
+
     progress("warm-up request (its timings are reported on their own: caches may be cold)")
-    warmup = stream_one(endpoint, request_body(model, short, output_tokens), clock)
+    warmup = stream_one(endpoint, bodies(1)[0], clock)
     if "error" in warmup:
         raise BenchError(f"warm-up request: {warmup['error']}")
     decode = []
-    body = request_body(model, short, output_tokens)
     for c in concurrency:
         n = requests or max(2 * c, 4)
         if warm:  # each stream's first request at this concurrency, not counted: batches form first
             progress(f"decode: {warm * c} warm-up request(s), {c} at a time (not counted)")
-            run_level(endpoint, [body] * (warm * c), c, clock)
+            run_level(endpoint, bodies(warm * c), c, clock)
         progress(f"decode: {n} requests, {c} at a time, {output_tokens} tokens each")
         before = server_counters.read(endpoint)
-        results, duration = run_level(endpoint, [body] * n, c, clock)
+        results, duration = run_level(endpoint, bodies(n), c, clock)
         summary = {**summarize(results, duration, c), "warmup_requests": warm * c}
         summary["server"] = server_counters.level(before, server_counters.read(endpoint), summary)
         decode.append(summary)
     prefill = []
     for length in runs:
         progress(f"prefill: one {length}-token prompt")
-        messages = gate.sized_needle(endpoint, model, "0", length)
+        messages = gate.sized_needle(endpoint, model, "0", length, lead(next(seq), run))
         one = stream_one(endpoint, request_body(model, messages, 16), clock)
         entry: dict = {"target_tokens": length}
         if "error" in one:

@@ -128,13 +128,14 @@ def count_tokens(endpoint: Endpoint, model: str, messages: list[dict]) -> int | 
         return None
 
 
-def sized_needle(endpoint: Endpoint, model: str, secret: str, budget: int) -> list[dict]:
+def sized_needle(endpoint: Endpoint, model: str, secret: str, budget: int, lead: str = "") -> list[dict]:
     """A needle context of about BUDGET tokens and never more, measured by the server when it
-    can count (a few rescales; the last one under budget is kept when none lands within 90%)."""
+    can count (a few rescales; the last one under budget is kept when none lands within 90%).
+    LEAD opens the context (prompts.needle_messages) and counts within BUDGET."""
     chars = int(budget * CHARS_PER_TOKEN)
     smallest = None
     for _unused in range(6):
-        messages = prompt_set.needle_messages(secret, chars)
+        messages = prompt_set.needle_messages(secret, chars, lead)
         count = count_tokens(endpoint, model, messages)
         if count is None or 0.9 * budget <= count <= budget:
             return messages
@@ -144,7 +145,7 @@ def sized_needle(endpoint: Endpoint, model: str, secret: str, budget: int) -> li
         chars = int(chars * budget / count * (0.95 if count < budget else 0.93))
     if smallest is not None:
         return smallest[1]  # under budget, if not within 90% of it: never more than asked
-    return prompt_set.needle_messages(secret, max(1, chars // 2))
+    return prompt_set.needle_messages(secret, max(1, chars // 2), lead)
 
 
 def ask(endpoint: Endpoint, prompt: dict, body: dict, clock: Callable[[], float]) -> dict:

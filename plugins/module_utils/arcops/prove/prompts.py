@@ -221,14 +221,31 @@ FILLER = (
 )
 
 
-def needle_messages(secret: str, target_chars: int) -> list[dict]:
-    """A long context of filler with the secret halfway, and the question after it."""
+def needle_messages(secret: str, target_chars: int, lead: str = "") -> list[dict]:
+    """A long context of filler with the secret halfway, and the question after it. LEAD, when
+    given, opens the context: prompts with leads of their own share no prefix a server could
+    have cached (the filler is the same text every time)."""
     half = max(target_chars // 2, 0)
     before = _filler(half)
     after = _filler(half)
-    context = f"{before}Remember this: the access code is {secret}. {after}"
+    context = f"{lead}{before}Remember this: the access code is {secret}. {after}"
     question = "What is the access code mentioned in the text above? Answer with the code only."
     return _user(f"{context}\n\n{question}")
+
+
+def lead(index: int, run: str = "000000") -> str:
+    """Request INDEX's own first words in RUN (a run's random tag). A server that caches prompt
+    prefixes (vLLM by default) answers a prompt it has seen from its cache: one decode prompt
+    sent again and again had the real vLLM CPU server's time to first token at 6-7 ms against
+    12-26 ms for `vllm bench serve`'s random prompts, and each prefill prompt began with the last
+    one's filler. Every prompt of every run opens with its own lead, as random prompts differ."""
+    return f"Request {run}-{index % 10_000:04d}. "
+
+
+def leading(messages: list[dict], index: int, run: str) -> list[dict]:
+    """MESSAGES, sized with lead(0), opening with lead(INDEX, RUN) instead (as many characters)."""
+    first, *rest = messages
+    return [{**first, "content": lead(index, run) + first["content"][len(lead(0)) :]}, *rest]
 
 
 def _filler(chars: int) -> str:
