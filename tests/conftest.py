@@ -84,14 +84,13 @@ _VLLM: dict = {}
 
 
 def _vllm_launch(log_dir: Path) -> None:
+    from arcops.common.served import free_port
+
     from .helpers.vllm_cpu import Server
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     extra = ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
     try:
-        _VLLM["server"] = Server(port, log_dir / "server.log", extra).launch()
+        _VLLM["server"] = Server(free_port(), log_dir / "server.log", extra).launch()
     except RuntimeError as e:
         _VLLM["error"] = str(e)
 
@@ -118,8 +117,8 @@ def vllm_server(tmp_path_factory):
         pytest.fail(_VLLM["error"])
     try:
         server = _VLLM["server"].wait_ready()
-    except RuntimeError as e:
-        _VLLM.pop("server").stop()
+    except RuntimeError as e:  # wait_ready stopped it
+        del _VLLM["server"]
         _VLLM["error"] = str(e)
         pytest.fail(str(e))
     return server

@@ -89,9 +89,9 @@ def test_every_request_opens_with_its_own_lead_of_the_same_length():
 @pytest.mark.parametrize(
     ("argv", "said"),
     [
-        (["--rounds", "0"], "--rounds: 0 is not between 1 and 50"),
+        (["--rounds", "0"], "--rounds is 0, must be from 1 to 50"),
         (["--concurrency", "1,x"], "--concurrency: 'x' is not a whole number"),
-        (["--output-tokens", "1"], "--output-tokens: 1 is not between 2 and 4096"),
+        (["--output-tokens", "1"], "--output-tokens is 1, must be from 2 to 4096"),
         (["--url", "http://127.0.0.1:9"], "--url needs --model and --tokenizer"),
         (["--json", "/nonexistent-folder/p.json"], "does not exist"),
     ],

@@ -6,11 +6,11 @@ one that does not answer (the check runs after any gate)."""
 from __future__ import annotations
 
 from arcops.box import gpu_power
+from arcops.common.served import free_port
 from arcops.common.sysroot import SysRoot
 from arcops.prove import verify
 
 from .helpers import gpu_load
-from .helpers.vllm_startlogs import free_port
 
 TARGET = {"name": "vllm_service", "kind": "openai", "url": f"http://127.0.0.1:{free_port()}", "model": ""}
 

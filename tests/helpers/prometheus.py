@@ -13,9 +13,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from arcops.common import records
+from arcops.common.served import free_port
 
 from .debian_mirror import extract_deb, fetch_deb
-from .vllm_startlogs import free_port
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 HANG = FIXTURES / "journal" / "xe-dual-b60-hang.log"

@@ -17,11 +17,12 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from arcops.common.served import free_port
 
 from . import vllm_cpu
 
@@ -65,12 +66,6 @@ def sharded_model(venv: Path, model: Path, shards: int, work: Path) -> Path:
     shutil.copytree(model, out, ignore=shutil.ignore_patterns("model.safetensors"))
     subprocess.run([str(venv / "bin/python"), "-c", SPLIT, str(model), str(out), str(shards)], check=True)
     return out
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def capture(version: str, out: Path, shards: int, torch: str | None = None) -> None:

