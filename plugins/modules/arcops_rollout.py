@@ -113,6 +113,12 @@ plan:
   description: (plan) One dict per box in rollout order (box, wave, batch, before, target, action).
   returned: plan
   type: list
+turns:
+  description: >-
+    (plan) The same dicts by box name: each box finds its turn in one look-up (a search of the
+    plan on every box grows as the fleet squared).
+  returned: plan
+  type: dict
 lines:
   description: (plan, finish) The plan or the summary as aligned text.
   returned: plan and finish
@@ -173,7 +179,8 @@ def _plan(module, p):
             plan=planned["boxes"],
             lines=lines,
         )
-    module.exit_json(changed=False, plan=planned["boxes"], lines=lines, problems=[])
+    turns = {b["box"]: b for b in planned["boxes"]}
+    module.exit_json(changed=False, plan=planned["boxes"], turns=turns, lines=lines, problems=[])
 
 
 def main():
