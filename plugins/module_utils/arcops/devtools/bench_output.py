@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..cli.common import whole
 from ..common.outputs import OutputError, output_file, write_atomic
 
 
@@ -28,3 +29,19 @@ def json_target(args: argparse.Namespace) -> Path | None:
 def write(target: Path | None, result: dict) -> None:
     if target:
         write_atomic(target, json.dumps(result, indent=2) + "\n")
+
+
+def box_counts(most: int):
+    """An argparse type: a rising, comma-separated list of fleet sizes from 1 to MOST."""
+
+    def parse(text: str) -> tuple[int, ...]:
+        not_counts = f"{text!r} is not a comma-separated list of box counts"
+        try:
+            sizes = tuple(whole(v) for v in text.split(","))
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(not_counts) from None
+        if not sizes or any(not 1 <= s <= most for s in sizes) or list(sizes) != sorted(set(sizes)):
+            raise argparse.ArgumentTypeError(f"{text!r}: counts from 1 to {most}, rising")
+        return sizes
+
+    return parse

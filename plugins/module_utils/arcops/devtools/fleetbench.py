@@ -28,7 +28,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..cli.common import whole
 from ..cli.fleet import REPO
 from ..common import records
 from ..common.report import print_json, print_table
@@ -203,16 +202,6 @@ def bench(sizes: tuple[int, ...], commands: list[str]) -> dict:
     }
 
 
-def _sizes(text: str) -> tuple[int, ...]:
-    try:
-        sizes = tuple(whole(v) for v in text.split(","))
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of box counts") from None
-    if not sizes or any(not 1 <= s <= 5000 for s in sizes) or list(sizes) != sorted(set(sizes)):
-        raise argparse.ArgumentTypeError(f"{text!r}: counts from 1 to 5000, rising")
-    return sizes
-
-
 def _commands(text: str) -> list[str]:
     names = text.split(",")
     if not names or any(n not in COMMANDS for n in names) or len(set(names)) != len(names):
@@ -222,7 +211,8 @@ def _commands(text: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/bench fleet", description=__doc__.splitlines()[0])
-    parser.add_argument("--boxes", type=_sizes, default=SIZES, help="fleet sizes (default 10,100,1000)")
+    sizes = bench_output.box_counts(5000)
+    parser.add_argument("--boxes", type=sizes, default=SIZES, help="fleet sizes (default 10,100,1000)")
     parser.add_argument(
         "--commands", type=_commands, default=list(COMMANDS), help="status,plan (default both)"
     )

@@ -18,7 +18,6 @@ import statistics
 import sys
 import time
 
-from ..cli.common import whole
 from ..common.report import print_json, print_table
 from ..fleet import known_stacks, rollout, waves
 from . import bench_output
@@ -92,19 +91,10 @@ def bench(sizes: tuple[int, ...], runs: int) -> dict:
     }
 
 
-def _sizes(text: str) -> tuple[int, ...]:
-    try:
-        sizes = tuple(whole(v) for v in text.split(","))
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of box counts") from None
-    if not sizes or any(not 1 <= s <= 100_000 for s in sizes) or list(sizes) != sorted(set(sizes)):
-        raise argparse.ArgumentTypeError(f"{text!r}: counts from 1 to 100000, rising")
-    return sizes
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/bench plan", description=__doc__.splitlines()[0])
-    parser.add_argument("--boxes", type=_sizes, default=SIZES, help="fleet sizes (default 10,100,1000,10000)")
+    sizes = bench_output.box_counts(100_000)
+    parser.add_argument("--boxes", type=sizes, default=SIZES, help="fleet sizes (default 10,100,1000,10000)")
     parser.add_argument("--runs", "-n", type=int, choices=range(1, 101), default=5, metavar="1..100")
     bench_output.add_options(parser)
     args = parser.parse_args(argv)
