@@ -15,6 +15,8 @@ import pytest
 from arcops.devtools import paritybench
 from arcops.prove import prompts
 
+from .helpers.bench_cli import refusal
+
 PAIR = json.loads((Path(__file__).parent / "fixtures/vllm/bench-parity-pair.json").read_text())
 
 
@@ -97,12 +99,8 @@ def test_every_request_opens_with_its_own_lead_of_the_same_length():
     ],
 )
 def test_bad_arguments_are_refused_before_any_run(argv, said, capsys):
-    try:
-        code = paritybench.main(argv)
-    except SystemExit as e:
-        code = e.code
-    err = capsys.readouterr().err
-    assert code == 2 and said in err and len(err.strip().splitlines()) == 1
+    err = refusal(paritybench.main, argv, capsys)
+    assert said in err and len(err.strip().splitlines()) == 1
 
 
 def test_docs_quote_the_recorded_benchmark():

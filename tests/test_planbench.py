@@ -10,6 +10,8 @@ import pytest
 from arcops.devtools import planbench
 from arcops.fleet import waves
 
+from .helpers.bench_cli import refusal
+
 
 def test_the_synthetic_fleet_plans_as_a_rollout_would():
     given = planbench.fleet(200)
@@ -46,12 +48,7 @@ def test_the_json_gives_each_size_its_cost_and_the_growth(tmp_path, capsys):
     ],
 )
 def test_bad_arguments_are_refused_before_any_run(argv, said, capsys):
-    try:
-        code = planbench.main(argv)
-    except SystemExit as e:
-        code = e.code
-    err = capsys.readouterr().err
-    assert code == 2 and said in err and "[bench]" not in err
+    assert said in refusal(planbench.main, argv, capsys)
 
 
 def test_docs_quote_the_recorded_benchmark():

@@ -45,3 +45,12 @@ def box_counts(most: int):
         return sizes
 
     return parse
+
+
+def per_box_growth(rows: list[dict], cost: str) -> float | None:
+    """ROWS' COST per box at the largest fleet over the one at a tenth of it (1.0: linear; 10:
+    quadratic), None without a row at a tenth."""
+    by_size = {r["boxes"]: r for r in rows}
+    largest = max(by_size)
+    tenth = by_size.get(largest // 10)
+    return round(by_size[largest][cost] / tenth[cost], 2) if tenth else None

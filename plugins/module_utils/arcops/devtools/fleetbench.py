@@ -158,13 +158,9 @@ def run(command: str, inventory: Path, size: int, ledger: Path) -> dict:
 
 
 def growth(rows: list[dict], command: str) -> float | None:
-    """Control-node CPU per box at the largest size over the one at a tenth of it (None without both)."""
-    mine = {r["boxes"]: r for r in rows if r["command"] == f"fleet {command}"}
-    largest = max(mine)
-    tenth = mine.get(largest // 10)
-    if not tenth:
-        return None
-    return round(mine[largest]["control_cpu_ms_per_box"] / tenth["control_cpu_ms_per_box"], 2)
+    """The control node's CPU per box at COMMAND's largest size over the one at a tenth of it."""
+    mine = [r for r in rows if r["command"] == f"fleet {command}"]
+    return bench_output.per_box_growth(mine, "control_cpu_ms_per_box")
 
 
 def configured_forks() -> str:

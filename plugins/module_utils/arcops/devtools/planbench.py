@@ -77,15 +77,12 @@ def bench(sizes: tuple[int, ...], runs: int) -> dict:
             }
         )
         print(f"[bench] {size} boxes: {median:.4f} s", file=sys.stderr, flush=True)
-    by_size = {r["boxes"]: r for r in rows}
     largest = rows[-1]
-    tenth = by_size.get(largest["boxes"] // 10)
-    growth = round(largest["us_per_box"] / tenth["us_per_box"], 2) if tenth else None
     return {
         "runs": runs,
         "serial": SERIAL,
         "sizes": rows,
-        "per_box_growth": growth,  # per-box cost at the largest size over a tenth of it
+        "per_box_growth": bench_output.per_box_growth(rows, "us_per_box"),
         "target_seconds": TARGET_SECONDS,
         "met": largest["boxes"] < 10_000 or largest["median_s"] <= TARGET_SECONDS,
     }
