@@ -3,14 +3,18 @@ its JSON says every size's cost, and bad arguments are refused before any run.""
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
 import pytest
-from arcops.devtools import planbench
+from arcops.devtools import bench_output, planbench
 from arcops.fleet import waves
+from hypothesis import given
+from hypothesis import strategies as st
 
 from .helpers.bench_cli import refusal
+from .helpers.fuzz import FUZZ
 
 
 def test_the_synthetic_fleet_plans_as_a_rollout_would():
@@ -63,3 +67,19 @@ def test_docs_quote_the_recorded_benchmark():
     )
     assert stated in text, f"docs/fleet.md should say: {stated}"
     assert recorded["met"] is True
+
+
+COUNT_LISTS = st.lists(st.integers(-5, 200_000), max_size=6).map(lambda v: ",".join(map(str, v)))
+
+
+@FUZZ
+@given(st.text(max_size=40) | COUNT_LISTS)
+def test_box_counts_answer_rising_counts_in_bounds_or_refuse(text):
+    """bench_output.box_counts (scripts/bench plan and fleet): any text is a rising list of counts
+    from 1 to the bound, or a one-line argparse refusal naming it."""
+    try:
+        sizes = bench_output.box_counts(100_000)(text)
+    except argparse.ArgumentTypeError as e:
+        assert repr(text) in str(e) and "\n" not in str(e).replace(repr(text), "")
+        return
+    assert sizes and list(sizes) == sorted(set(sizes)) and all(1 <= s <= 100_000 for s in sizes)
