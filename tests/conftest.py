@@ -14,6 +14,7 @@ from arcops.common.sysroot import SysRoot
 
 from .helpers.podman import podman_engine  # noqa: F401  (a fixture the docker and watchdog tests share)
 from .helpers.seal_box import box  # noqa: F401  (a fixture the seal tests share)
+from .helpers.verify_play import key_file, passing_set, play  # noqa: F401  (the verify tests')
 from .helpers.vllm_standin_run import start  # noqa: F401  (the stand-in tests' starts)
 
 REPO = Path(__file__).resolve().parent.parent

@@ -10,12 +10,13 @@ import sys
 
 import pytest
 from arcops.devtools import noopbench
-from arcops.devtools.noopbench import BenchError, Run, recap, summary
+from arcops.devtools.noopbench import BenchError, Run, curve, recap, summary
 from hypothesis import given
 from hypothesis import strategies as st
 
 from .conftest import REPO
 from .helpers.ansible_run import ANSIBLE, needs_ansible
+from .helpers.bench_cli import refusal
 from .helpers.fuzz import FUZZ
 
 PLAYBOOK = """\
@@ -60,13 +61,15 @@ def test_recap_refuses_output_that_is_not_a_recap(text, message):
 
 
 def test_summary_reports_medians_ratio_and_targets():
-    runs = [Run("playbook", s, 0, 0, 0, 2) for s in (9.0, 30.0, 10.0)]
+    runs = [Run("playbook", s, 0, 0, 0, 2) for s in (7.0, 30.0, 7.5)]
     runs += [Run("ping", s, 0, 0, 0, 2) for s in (2.0, 2.5, 3.0)]
     s = summary(runs)
-    assert (s["playbook_median_s"], s["ping_median_s"], s["ratio"], s["changed"]) == (10.0, 2.5, 4.0, 0)
-    assert s["targets_met"]
-    slow = summary([*runs, Run("playbook", 40.0, 1, 0, 0, 2)])
-    assert slow["changed"] == 1 and not slow["targets_met"]
+    assert (s["playbook_median_s"], s["ping_median_s"], s["ratio"], s["changed"]) == (7.5, 2.5, 3.0, 0)
+    assert s["targets_met"] and s["target_ratio"] == 3.0
+    changed = summary([*runs, Run("playbook", 7.5, 1, 0, 0, 2)])
+    assert changed["changed"] == 1 and not changed["targets_met"]
+    slow = summary([*runs, Run("playbook", 40.0, 0, 0, 0, 2), Run("playbook", 41.0, 0, 0, 0, 2)])
+    assert slow["ratio"] == 12.0 and not slow["targets_met"]
 
 
 def test_summary_needs_both_kinds_of_run():
@@ -98,3 +101,34 @@ def test_recap_answers_with_a_run_or_its_own_error(text):
         assert "\n" not in str(e)
     else:
         assert run.hosts >= 1 and min(run.changed, run.failed, run.unreachable) >= 0
+
+
+def _size(boxes: int, playbook: float, ping: float) -> dict:
+    runs = [Run("playbook", playbook, 0, 0, 0, boxes), Run("ping", ping, 0, 0, 0, boxes)]
+    return summary(runs)
+
+
+def test_the_curve_splits_a_run_into_its_fixed_part_and_a_cost_per_box():
+    linear = curve([_size(n, 1.0 + 0.4 * n, 0.5 + 0.2 * n) for n in (2, 4, 8)])
+    assert linear["playbook"] == {"fixed_s": 1.0, "per_box_s": 0.4}
+    assert linear["ping"] == {"fixed_s": 0.5, "per_box_s": 0.2}
+    assert linear["playbook_marginal_s"] == [0.4, 0.4] and linear["growth"] == 1.0 and linear["met"]
+    # A cost per box that grows with the fleet (a task that reads every box for each box).
+    squared = curve([_size(n, 1.0 + 0.1 * n * n, 1.0 + 0.2 * n) for n in (2, 4, 8)])
+    assert squared["playbook_marginal_s"] == [0.6, 1.2] and squared["growth"] == 2.0 and not squared["met"]
+    # Far above the floor at one size: not met, whatever the growth.
+    assert not curve([_size(2, 2.0, 0.5), _size(4, 3.0, 0.6)])["met"]
+    flat = curve([_size(2, 2.0, 1.0), _size(4, 2.0, 1.0), _size(8, 2.4, 1.0)])
+    assert flat["growth"] is None and not flat["met"]  # no first cost per box to compare with
+    with pytest.raises(BenchError, match="at least two fleet sizes"):
+        curve([_size(2, 1.0, 1.0), _size(2, 1.1, 1.0)])
+
+
+@pytest.mark.parametrize(
+    ("boxes", "message"),
+    [("2", "a curve needs two sizes or more"), ("4,2", "rising"), ("0,2", "from 1 to 30"), ("2,x", "not a")],
+)
+def test_bad_fleet_sizes_are_refused_before_any_run(boxes, message, capsys, monkeypatch):
+    monkeypatch.setattr(noopbench, "converge", lambda *a: pytest.fail("converged despite bad --boxes"))
+    err = refusal(noopbench.main, ["--boxes", boxes, "--converge", "false"], capsys)
+    assert message in err and "--boxes" in err

@@ -8,11 +8,6 @@ prove is in docs/hardware-check.md.
 """
 
 import json
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from arcops.prove import gate, verify
@@ -20,12 +15,8 @@ from arcops.stages import role_inputs, status
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from .helpers.prompt_sets import self_answering_set
+from .helpers.verify_play import target
 from .helpers.vllm_cpu import API_KEY, MODEL_NAME
-
-REPO = Path(__file__).resolve().parent.parent
-ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook", path=os.path.dirname(sys.executable))
-
 
 # ------------------------------------------------------------------ targets, without a server
 
@@ -190,30 +181,6 @@ def test_the_status_row_says_what_was_verified():
 # ------------------------------------------------------------------ against the real vLLM
 
 
-@pytest.fixture(scope="module")
-def key_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("key") / "api-key.env"
-    path.write_text(f"VLLM_API_KEY={API_KEY}\n")  # as the vllm_service role writes it
-    return path
-
-
-@pytest.fixture(scope="module")
-def passing_set(default_report):
-    return self_answering_set(default_report)
-
-
-def target(server, key_file, **extra):
-    return {
-        "name": "vllm_service",
-        "kind": "vllm",
-        "url": server.url,
-        "model": MODEL_NAME,
-        "api_key_file": str(key_file),
-        "stack": "cpu tiny",
-        **extra,
-    }
-
-
 def test_a_box_whose_answers_are_right_passes_and_its_record_holds_still(vllm_server, key_file, passing_set):
     targets = verify.check_targets(
         [target(vllm_server, key_file), target(vllm_server, key_file, name="no-model", model="")]
@@ -264,102 +231,6 @@ def test_wrong_answers_drift_and_a_dead_service_fail_the_box(
     assert verify.run([], passing_set, [])["reasons"] == [
         "no service to verify: no serving stage recorded an endpoint and verify_targets is empty"
     ]
-
-
-# ------------------------------------------------------------------ the role, through ansible-playbook
-
-PLAY = """\
-- name: Verify this machine's services
-  hosts: localhost
-  gather_facts: false
-  roles:
-    - role: verify
-"""
-
-
-@pytest.fixture
-def play(tmp_path, vllm_server, key_file, passing_set):
-    """run(extra vars..., check=False) -> (rc, recap line, json of every task) of the verify role on
-    this machine, its state and facts in tmp_path; the vllm_service record in the fact folder
-    names the real server, as the vllm_service stage writes it."""
-    facts = tmp_path / "facts"
-    facts.mkdir()
-    endpoint = {k: v for k, v in target(vllm_server, key_file).items() if k not in ("name", "kind")}
-    (facts / "arcops_vllm_service.fact").write_text(json.dumps({"spec_hash": "x", "endpoint": endpoint}))
-    prompts = tmp_path / "prompts.json"
-    prompts.write_text(json.dumps(passing_set))
-    (tmp_path / "play.yml").write_text(PLAY)
-
-    def run(check=False, **extra):
-        variables = {
-            "verify_state_dir": str(tmp_path / "state"),
-            "verify_fact_dir": str(facts),
-            "verify_prompts": str(prompts),
-            "verify_watch_host": False,
-            "ansible_python_interpreter": sys.executable,
-            **extra,
-        }
-        (tmp_path / "vars.json").write_text(json.dumps(variables))
-        env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="json")
-        argv = [ANSIBLE_PLAYBOOK, str(tmp_path / "play.yml"), "-i", "localhost,", "-c", "local"]
-        argv += ["-e", f"@{tmp_path / 'vars.json'}"] + (["--check"] if check else [])
-        done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-        out = json.loads(done.stdout)
-        tasks = {
-            t["task"]["name"].split(" : ", 1)[-1]: t["hosts"].get("localhost")
-            for t in out["plays"][0]["tasks"]
-        }
-        return done.returncode, out["stats"]["localhost"], tasks
-
-    run.state = tmp_path / "state"
-    run.facts = facts
-    run.tmp = tmp_path
-    return run
-
-
-def test_the_role_gates_the_recorded_service_records_and_holds_still(play):
-    rc, stats, tasks = play(check=True)
-    assert rc == 0 and not play.state.exists() and not (play.facts / "arcops_verify.fact").exists()
-    rc, stats, tasks = play()
-    assert rc == 0 and stats["failures"] == 0 and stats["changed"] == 1, tasks
-    record = json.loads((play.state / "state.json").read_text())
-    assert record["passed"] is True and list(record["targets"]) == ["vllm_service"]
-    assert json.loads((play.facts / "arcops_verify.fact").read_text()) == record
-    shown = tasks["Show each service's verdict"]["msg"]
-    assert shown[0].startswith(f"vllm_service {MODEL_NAME} @ http://127.0.0.1:") and shown[0].endswith(
-        "; PASS"
-    )
-    # Again: same answers, same record, nothing changed.
-    rc, stats, _ = play()
-    assert (rc, stats["changed"]) == (0, 0)
-
-
-def test_the_role_fails_a_box_that_answers_wrong_after_recording_it(play):
-    rc, stats, tasks = play(verify_prompts="")  # the shipped set: the random model fails it
-    assert rc == 2 and stats["failures"] == 1
-    failed = tasks["Fail the box unless every service passed"]
-    assert failed["msg"].startswith("vllm_service: 0 of 10 right in both runs (wrong: crates, ages,")
-    record = json.loads((play.state / "state.json").read_text())
-    assert record["passed"] is False and record["targets"]["vllm_service"]["right"] == 0
-
-
-def test_the_role_refuses_bad_input_before_asking_or_writing(play):
-    golden_dir = play.tmp / "goldens"
-    golden_dir.mkdir()
-    (golden_dir / "box.json").write_text("{not json")
-    rc, _, tasks = play(verify_golden_dir=str(golden_dir), verify_targets=[{"name": "a b", "url": "h"}])
-    assert rc == 2 and not play.state.exists()
-    msg = tasks["Check the targets, prompt set, goldens and bench options"]["msg"]
-    assert msg.startswith("verify_targets[0].name: 'a b' must be") and "box.json: not JSON" in msg
-    assert msg.endswith("Nothing was changed.")
-
-
-def test_the_role_off_records_that_nothing_was_asked(play):
-    rc, _, _ = play(verify_gate=False)
-    assert rc == 0
-    recorded = json.loads((play.state / "state.json").read_text())
-    # No stack.yml here: no release.
-    assert recorded == {"gate": False, "passed": None, "release": None, "schema": 1, "stage": "verify"}
 
 
 def previous_result(decode_1: float) -> str:

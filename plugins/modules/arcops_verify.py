@@ -14,8 +14,14 @@ description:
     (C(vllm_service), C(llama_cpp_sycl) in O(fact_dir)); no target at all is a failure.
   - A target that cannot be asked (not running, wrong key, model not served) fails; it is not a
     bad input. Bad inputs (a target, the prompt set, a golden, the bench options) fail the task.
-  - Never changes the box (the role records the result); the task fails only on bad input, the
-    verdict is C(passed). Runs in check mode too (it only asks).
+  - With O(reask_after) above 0, a verdict that passed is kept without asking while nothing it
+    rests on has changed (every other stage's record, this module's options, the boot) and the
+    last ask is younger than O(reask_after) seconds (arcops.prove.verify_fresh); C(asked) says
+    which. The record the role keeps holds the digest of that basis.
+  - Changes nothing the box serves (the role records the result); after asking, it keeps the time
+    and basis of the ask in O(state_dir)/asked.json (bookkeeping, not a change). The task fails
+    only on bad input, the verdict is C(passed). Runs in check mode too (it only asks, keeps
+    nothing).
 options:
   targets:
     description:
@@ -53,6 +59,20 @@ options:
       - Where the idle check reads the GPUs' sysfs (a simulated tree in the lab; C(/) on a box).
     type: path
     default: /
+  reask_after:
+    description:
+      - Seconds a passed verdict holds on the same basis before the services are asked again;
+        C(0) asks every time.
+    type: float
+    default: 0
+  state_dir:
+    description: The stage's state folder (the ask's stamp is kept there).
+    type: path
+    default: /var/lib/arcops/verify
+  rests_on:
+    description: Anything else the verdict rests on (the role gives the release and its variables).
+    type: dict
+    default: {}
   bench:
     description:
       - Also bench each target whose gate passed, with C(concurrency), C(prompt_lengths),
@@ -70,6 +90,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 passed: {description: Every target passed., returned: always, type: bool}
+asked: {description: "The services were asked (false: the last verdict holds).", returned: always, type: bool}
 record: {description: The verdict as the stage records it (nothing volatile)., returned: always, type: dict}
 reasons: {description: "Why it failed, one line each.", returned: always, type: list, elements: str}
 lines:
@@ -90,12 +111,14 @@ results:
   elements: dict
 """
 
+import time
+
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.box import gpu_power
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.module_args import refuse_bad_paths
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.records import FACT_DIR, read_published
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.sysroot import SysRoot
-from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove import verify
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove import verify, verify_fresh
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove.host_watch import HostWatch
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove.prompts import PromptSetError
 
@@ -121,14 +144,18 @@ def main():
             "bench": {"type": "dict"},
             "idle_window": {"type": "float", "default": 60.0},
             "sysroot": {"type": "path", "default": "/"},
+            "reask_after": {"type": "float", "default": 0.0},
+            "state_dir": {"type": "path", "default": "/var/lib/arcops/verify"},
+            "rests_on": {"type": "dict", "default": {}},
         },
         supports_check_mode=True,
     )
     refuse_bad_paths(module)
     p = module.params
+    records = read_published(p["fact_dir"])
     try:
         if p["targets"] is None:
-            targets = verify.targets_from_records(read_published(p["fact_dir"]))
+            targets = verify.targets_from_records(records)
         else:
             targets = verify.check_targets(p["targets"])
         data = verify.prompt_data(p["prompts"])
@@ -138,8 +165,23 @@ def main():
             raise verify.VerifyError(f"timeout: {p['timeout']} seconds: must be above 0")
         if not 0 <= p["idle_window"] <= 600:
             raise verify.VerifyError(f"idle_window: {p['idle_window']} seconds: must be 0 to 600")
+        if not 0 <= p["reask_after"] <= verify_fresh.REASK_MAX:
+            most = verify_fresh.REASK_MAX
+            raise verify.VerifyError(f"reask_after: {p['reask_after']} seconds: must be 0 to {most}")
     except (verify.VerifyError, PromptSetError, ValueError) as e:
         module.fail_json(msg=str(e))
+    inputs = {k: v for k, v in p.items() if k != "reask_after"}
+    digest = verify_fresh.basis(records, inputs, verify_fresh.boot_id())
+    now = time.time()
+    last = records.get("verify")
+    stamp = verify_fresh.read_stamp(p["state_dir"])
+    why = verify_fresh.still_holds(last, stamp, digest, now, p["reask_after"])
+    if why:  # the record as it is (the role rewrites nothing), with the line that says why
+        kept = {k: v for k, v in last.items() if k not in ("schema", "stage")}
+        shown = [*verify.lines(kept), why]
+        module.exit_json(
+            changed=False, asked=False, passed=True, record=kept, reasons=[], results=[], lines=shown
+        )
     out = verify.run(
         targets,
         data,
@@ -150,8 +192,15 @@ def main():
         HostWatch if p["watch_host"] else None,
         _idle(p["idle_window"], p["sysroot"]),
     )
+    out["record"]["basis"] = digest
+    if not module.check_mode:
+        try:
+            verify_fresh.write_stamp(p["state_dir"], digest, out["passed"], now)
+        except OSError as e:
+            why = e.strerror or e
+            module.fail_json(msg=f"state_dir: {p['state_dir']}: cannot keep the time of the ask: {why}")
     shown = verify.lines(out["record"]) + verify.idle_lines(out.get("idle_power"))
-    module.exit_json(changed=False, lines=shown, **out)
+    module.exit_json(changed=False, asked=True, lines=shown, **out)
 
 
 if __name__ == "__main__":
