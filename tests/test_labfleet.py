@@ -70,3 +70,8 @@ def test_the_inventory_takes_its_settings_from_the_labs_group_vars(tmp_path):
 def test_an_inventory_that_cannot_grow_is_refused(inventory, message):
     with pytest.raises(LabFleetError, match=message):
         grow(inventory, 3)
+
+
+def test_the_boxes_added_are_the_ones_past_the_labs_own():
+    assert labfleet.added(LAB, 5) == ["arc-lab-3", "arc-lab-4", "arc-lab-5"]
+    assert labfleet.added(LAB, 2) == labfleet.added(LAB, 1) == []

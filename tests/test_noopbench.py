@@ -132,3 +132,18 @@ def test_bad_fleet_sizes_are_refused_before_any_run(boxes, message, capsys, monk
     monkeypatch.setattr(noopbench, "converge", lambda *a: pytest.fail("converged despite bad --boxes"))
     err = refusal(noopbench.main, ["--boxes", boxes, "--converge", "false"], capsys)
     assert message in err and "--boxes" in err
+
+
+@needs_ansible
+def test_a_timed_run_books_the_control_nodes_cpu_and_a_parse_run_reads_the_playbook_alone(tmp_path):
+    (tmp_path / "play.yml").write_text(PLAYBOOK)
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="json")
+    argv = [ANSIBLE + "-playbook", "-i", "a,b,", "-c", "local", str(tmp_path / "play.yml")]
+    argv += ["-e", f"ansible_python_interpreter={sys.executable}"]
+    played = noopbench._timed(argv, "playbook", env)
+    parsed = noopbench._timed([*argv, "--list-tasks"], "parse", env)
+    assert played.changed == 2 and played.cpu_s > 0 and parsed.kind == "parse" and parsed.cpu_s > 0
+    s = summary([played, Run("ping", 1.0, 0, 0, 0, 2), parsed])
+    assert s["parse_median_s"] == parsed.seconds and s["playbook_cpu_median_s"] == played.cpu_s
+    with pytest.raises(BenchError, match="parse run exited"):
+        noopbench._timed([*argv[:-2], str(tmp_path / "missing.yml"), "--list-tasks"], "parse", env)

@@ -43,7 +43,8 @@ def test_every_stage_is_a_play_tagged_with_its_name():
         ["verify_stage"],  # last; `verify` is the phase tag
     ], out
     # Run alone (--tags STAGE or a phase), a stage still checks the box first, and its role's
-    # tasks carry every phase tag (the verify stage reads no earlier state: it asks every run).
+    # tasks carry every phase tag (the verify stage has no state phase: its module itself judges
+    # whether the last verdict still holds).
     for stage, task_tags in plays[1:-1]:
         assert set(task_tags.split(", ")) == {stage, "preflight", "always"} | PHASES, (stage, task_tags)
     assert set(plays[-1][1].split(", ")) == {"verify_stage", "preflight", "always"} | PHASES - {"state"}

@@ -90,3 +90,10 @@ def write_inventory(lab: Path, boxes: int, folder: Path) -> Path:
         link.unlink()
     link.symlink_to((lab / "group_vars").resolve(), target_is_directory=True)
     return folder
+
+
+def added(lab: Path, boxes: int) -> list[str]:
+    """The names of the boxes a fleet of BOXES has beyond the lab's own."""
+    tree = yaml.safe_load((lab / "hosts.yml").read_text())
+    own = {name for _path, name in _hosts(tree.get("all") or {})}
+    return [name for _path, name in _hosts(grow(tree, boxes)["all"]) if name not in own]

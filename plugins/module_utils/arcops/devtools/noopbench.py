@@ -17,11 +17,12 @@ import argparse
 import itertools
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from ..common.report import print_json, print_table
@@ -41,12 +42,13 @@ class BenchError(RuntimeError):
 
 @dataclass(frozen=True)
 class Run:
-    kind: str  # "playbook" | "ping"
+    kind: str  # "playbook" | "ping" | "parse" (ansible-playbook --list-tasks: reading the playbook alone)
     seconds: float
     changed: int
     failed: int
     unreachable: int
     hosts: int
+    cpu_s: float = 0.0  # the control node's CPU: ansible's processes and their ssh (not the boxes')
 
 
 def recap(json_output: str, kind: str, seconds: float) -> Run:
@@ -82,11 +84,15 @@ def summary(runs: list[Run]) -> dict:
     ratio = play_median / ping_median if ping_median > 0 else float("inf")
     changed = sum(r.changed for r in plays)
     failed = sum(r.failed + r.unreachable for r in runs)
+    parses = [r.seconds for r in runs if r.kind == "parse"]
     return {
         "runs": len(plays),
         "hosts": plays[0].hosts,
         "playbook_median_s": round(play_median, 2),
         "ping_median_s": round(ping_median, 2),
+        # What the control node spends before any box is asked, and its CPU over a whole run.
+        **({"parse_median_s": round(statistics.median(parses), 2)} if parses else {}),
+        "playbook_cpu_median_s": round(statistics.median(r.cpu_s for r in plays), 2),
         "ratio": round(ratio, 2),
         "changed": changed,
         "failed": failed,
@@ -112,7 +118,7 @@ def curve(sizes: list[dict]) -> dict:
     if len({s["hosts"] for s in sizes}) < 2:
         raise BenchError("a curve needs at least two fleet sizes")
     out = {}
-    for kind in ("playbook", "ping"):
+    for kind in ("playbook", "ping", "playbook_cpu"):
         points = [(s["hosts"], s[f"{kind}_median_s"]) for s in sizes]
         out[kind] = _line(points)
     plays = [(s["hosts"], s["playbook_median_s"]) for s in sizes]
@@ -125,10 +131,19 @@ def curve(sizes: list[dict]) -> dict:
     return out
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _timed(argv: list[str], kind: str, env: dict[str, str]) -> Run:
-    start = time.monotonic()
+    cpu, start = _children_cpu(), time.monotonic()
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-    seconds = time.monotonic() - start
+    seconds, cpu = time.monotonic() - start, _children_cpu() - cpu
+    if kind == "parse":
+        if done.returncode != 0:
+            raise BenchError(f"parse run exited {done.returncode}: {' '.join(done.stderr[-400:].split())}")
+        return Run(kind, round(seconds, 2), 0, 0, 0, 0, round(cpu, 2))
     try:
         run = recap(done.stdout, kind, seconds)
     except BenchError as e:
@@ -136,7 +151,7 @@ def _timed(argv: list[str], kind: str, env: dict[str, str]) -> Run:
         raise BenchError(f"{e} (exit {done.returncode}: {tail})") from None
     if done.returncode != 0 and not (run.failed or run.unreachable):
         raise BenchError(f"{kind} run exited {done.returncode}: {' '.join(done.stderr[-400:].split())}")
-    return run
+    return replace(run, cpu_s=round(cpu, 2))
 
 
 def bench(
@@ -147,13 +162,13 @@ def bench(
     play = [str(ansible_bin / "ansible-playbook"), "-i", inventory, playbook, "-l", limit, *extra]
     ping = [str(ansible_bin / "ansible"), "-i", inventory, limit, "-m", "ansible.builtin.ping"]
     out: list[Run] = []
-    for i in range(runs):  # interleaved, so a slow phase of the machine hits both alike
-        for kind, argv in (("playbook", play), ("ping", ping)):
+    for i in range(runs):  # interleaved, so a slow phase of the machine hits all alike
+        for kind, argv in (("playbook", play), ("ping", ping), ("parse", [*play, "--list-tasks"])):
             run = _timed(argv, kind, env)
             out.append(run)
             print(
-                f"[bench] {i + 1}/{runs} {kind:<8} {run.seconds:6.2f}s changed={run.changed}"
-                f" failed={run.failed} unreachable={run.unreachable}",
+                f"[bench] {i + 1}/{runs} {kind:<8} {run.seconds:6.2f}s cpu {run.cpu_s:6.2f}s"
+                f" changed={run.changed} failed={run.failed} unreachable={run.unreachable}",
                 file=sys.stderr,
                 flush=True,
             )
@@ -180,6 +195,21 @@ def converge(ansible_bin: Path, inventory: Path) -> None:
             raise BenchError(f"converging {inventory}: {playbook} failed")
 
 
+def take_down(ansible_bin: Path, inventory: Path, boxes: list[str]) -> None:
+    """Remove BOXES (the ones made for the bench) and their vLLM containers; the lab's own stay."""
+    if not boxes:
+        return
+    print(
+        f"[bench] taking down the boxes made for the bench: {', '.join(boxes)}", file=sys.stderr, flush=True
+    )
+    argv = [str(ansible_bin / "ansible-playbook"), "-i", str(inventory), "playbooks/lab_down.yml"]
+    argv += ["--tags", "boxes", "-e", json.dumps({"lab_down_boxes": boxes})]
+    if subprocess.run(argv, stdout=sys.stderr, check=False).returncode != 0:
+        raise BenchError(
+            f"taking down {', '.join(boxes)} failed: ansible-playbook -i {inventory} playbooks/lab_down.yml"
+        )
+
+
 def _table(sizes: list[dict], playbook: str) -> None:
     rows = [
         {
@@ -187,6 +217,8 @@ def _table(sizes: list[dict], playbook: str) -> None:
             f"{playbook} (no-op) s": s["playbook_median_s"],
             "ping (floor) s": s["ping_median_s"],
             "ratio": s["ratio"],
+            "reading the playbook s": s.get("parse_median_s", "-"),
+            "control-node CPU s": s["playbook_cpu_median_s"],
             "changed": s["changed"],
         }
         for s in sizes
@@ -233,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
                 sizes.append(summary(these))
                 runs += [{"boxes": boxes, **asdict(r)} for r in these]
             result = {"sizes": sizes, "curve": curve(sizes), "runs": runs}
+            # Leave the lab as it was: a later run (or a smaller size) measures without them.
+            take_down(ansible_bin, inventory, labfleet.added(Path(args.inventory), max(args.boxes)))
         else:
             these = bench(ansible_bin, args.inventory, args.playbook, args.runs, args.limit, args.extra)
             sizes = [summary(these)]
@@ -250,9 +284,9 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"no-op run {c['playbook']['fixed_s']} s + {c['playbook']['per_box_s']} s a box; floor "
                 f"{c['ping']['fixed_s']} s + {c['ping']['per_box_s']} s a box; a box's cost grew "
-                f"{c['growth']}x from the smallest sizes to the largest (limit {GROWTH_LIMIT:g})"
+                f"{c['growth']}x from the smallest sizes to the largest (limit {GROWTH_LIMIT:g}); the control"
+                f" node's CPU {c['playbook_cpu']['fixed_s']} s + {c['playbook_cpu']['per_box_s']} s a box"
             )
-            print(f"the boxes stay up: ansible-playbook -i {folder} playbooks/lab_down.yml takes them down")
     return 0 if all(s["changed"] == 0 and s["failed"] == 0 for s in sizes) else 1
 
 
