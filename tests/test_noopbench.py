@@ -30,12 +30,17 @@ PLAYBOOK = """\
 """
 
 
-@needs_ansible
-def test_recap_reads_a_real_playbook_runs_json_output(tmp_path):
+def two_local_hosts(tmp_path) -> tuple[list[str], dict[str, str]]:
+    """The argv and environment of a real ansible-playbook run of PLAYBOOK on two local hosts."""
     (tmp_path / "play.yml").write_text(PLAYBOOK)
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="json")
     argv = [ANSIBLE + "-playbook", "-i", "a,b,", "-c", "local", str(tmp_path / "play.yml")]
-    argv += ["-e", f"ansible_python_interpreter={sys.executable}"]
+    return [*argv, "-e", f"ansible_python_interpreter={sys.executable}"], env
+
+
+@needs_ansible
+def test_recap_reads_a_real_playbook_runs_json_output(tmp_path):
+    argv, env = two_local_hosts(tmp_path)
     done = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert done.returncode == 0, done.stderr
     run = recap(done.stdout, "playbook", 1.234)
@@ -136,10 +141,7 @@ def test_bad_fleet_sizes_are_refused_before_any_run(boxes, message, capsys, monk
 
 @needs_ansible
 def test_a_timed_run_books_the_control_nodes_cpu_and_a_parse_run_reads_the_playbook_alone(tmp_path):
-    (tmp_path / "play.yml").write_text(PLAYBOOK)
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="json")
-    argv = [ANSIBLE + "-playbook", "-i", "a,b,", "-c", "local", str(tmp_path / "play.yml")]
-    argv += ["-e", f"ansible_python_interpreter={sys.executable}"]
+    argv, env = two_local_hosts(tmp_path)
     played = noopbench._timed(argv, "playbook", env)
     parsed = noopbench._timed([*argv, "--list-tasks"], "parse", env)
     assert played.changed == 2 and played.cpu_s > 0 and parsed.kind == "parse" and parsed.cpu_s > 0
