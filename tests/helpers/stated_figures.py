@@ -3,8 +3,9 @@ source is named.
 
 A paragraph whose first line is ``<!-- figures: docs/bench/noop.json -->`` (one path or several,
 comma-separated) states figures from those benchmark results: each of its figures must be a value
-there, as rounded in the text. Code (fenced, or a span in backticks: commands and examples of
-output) states nothing.
+there, as rounded in the text. A Markdown file named instead (docs/field-knowledge.md, the field
+reports in the project's words) must state the same figure. Code (fenced, or a span in
+backticks: commands and examples of output) states nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 from pathlib import Path
 
 FIGURE = re.compile(
-    r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)[ \u00a0]?"
+    r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*"
     r"(ms|s|seconds?|min|minutes?|hours?|GB|MB|GiB|MiB|KiB|kB)(?!\w)"
 )
 MARKER = re.compile(r"<!-- figures: ([^>]+?) -->")
@@ -80,6 +81,25 @@ def unsourced(root: Path, name: str) -> list[str]:
         if named is None:
             out += stated
             continue
-        values = [v for path in named for v in numbers(json.loads((root / path).read_text()))]
-        out += [f"{f} (not in {', '.join(named)})" for f in stated if not found(f, values)]
+        values = [
+            v
+            for path in named
+            if path.endswith(".json")
+            for v in numbers(json.loads((root / path).read_text()))
+        ]
+        texts = {
+            _same(f)
+            for path in named
+            if not path.endswith(".json")
+            for f in figures((root / path).read_text())
+        }
+        out += [
+            f"{f} (not in {', '.join(named)})" for f in stated if not (found(f, values) or _same(f) in texts)
+        ]
     return out
+
+
+def _same(figure: str) -> str:
+    """A figure as compared with a document's: one space between number and unit."""
+    match = FIGURE.fullmatch(figure)
+    return f"{match.group(1)} {match.group(2)}"
