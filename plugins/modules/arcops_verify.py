@@ -116,7 +116,11 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.box import gpu_power
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.module_args import refuse_bad_paths
-from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.records import FACT_DIR, read_published
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.records import (
+    FACT_DIR,
+    STATE_ROOT,
+    read_published,
+)
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.sysroot import SysRoot
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove import verify, verify_fresh
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove.host_watch import HostWatch
@@ -145,7 +149,7 @@ def main():
             "idle_window": {"type": "float", "default": 60.0},
             "sysroot": {"type": "path", "default": "/"},
             "reask_after": {"type": "float", "default": 0.0},
-            "state_dir": {"type": "path", "default": "/var/lib/arcops/verify"},
+            "state_dir": {"type": "path", "default": f"{STATE_ROOT}/verify"},
             "rests_on": {"type": "dict", "default": {}},
         },
         supports_check_mode=True,

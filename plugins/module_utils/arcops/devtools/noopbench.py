@@ -136,21 +136,25 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _tail(text: str) -> str:
+    """The last of a run's output, on one line (what an error quotes)."""
+    return " ".join(text[-400:].split())
+
+
 def _timed(argv: list[str], kind: str, env: dict[str, str]) -> Run:
     cpu, start = _children_cpu(), time.monotonic()
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     seconds, cpu = time.monotonic() - start, _children_cpu() - cpu
     if kind == "parse":
         if done.returncode != 0:
-            raise BenchError(f"parse run exited {done.returncode}: {' '.join(done.stderr[-400:].split())}")
+            raise BenchError(f"parse run exited {done.returncode}: {_tail(done.stderr)}")
         return Run(kind, round(seconds, 2), 0, 0, 0, 0, round(cpu, 2))
     try:
         run = recap(done.stdout, kind, seconds)
     except BenchError as e:
-        tail = " ".join((done.stderr or done.stdout)[-400:].split())
-        raise BenchError(f"{e} (exit {done.returncode}: {tail})") from None
+        raise BenchError(f"{e} (exit {done.returncode}: {_tail(done.stderr or done.stdout)})") from None
     if done.returncode != 0 and not (run.failed or run.unreachable):
-        raise BenchError(f"{kind} run exited {done.returncode}: {' '.join(done.stderr[-400:].split())}")
+        raise BenchError(f"{kind} run exited {done.returncode}: {_tail(done.stderr)}")
     return replace(run, cpu_s=round(cpu, 2))
 
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from pathlib import Path
 from typing import Any
 
+from ..common.inputs import read_text
+from ..common.numbers import finite_or_none
 from ..common.outputs import PRIVATE_FILE, write_atomic
 from ..common.records import state_folder
 
@@ -48,13 +49,14 @@ def basis(records: dict[str, Any], inputs: dict[str, Any], boot: str) -> str:
 
 
 def read_stamp(state_dir: str) -> dict | None:
-    """The last ask's stamp {basis, asked_at, passed}, None when there is none or it is no stamp."""
+    """The last ask's stamp {basis, asked_at, passed}, None when there is none or it is no stamp
+    (a link is not followed; read_text refuses what is no regular file or too big)."""
     path = Path(state_dir) / STAMP
     try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > STAMP_MAX:
+        if path.is_symlink():
             return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+        data = json.loads(read_text(path, "stamp", limit=STAMP_MAX))
+    except (OSError, ValueError, RecursionError):  # InputError is a ValueError
         return None
     return data if isinstance(data, dict) else None
 
@@ -76,8 +78,8 @@ def still_holds(last: Any, stamp: dict | None, digest: str, now: float, reask_af
         return None
     if stamp.get("basis") != digest or stamp.get("passed") is not True:
         return None
-    at = stamp.get("asked_at")
-    if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
+    at = finite_or_none(stamp.get("asked_at"))
+    if at is None:
         return None
     age = now - at
     if age >= reask_after or age < -SKEW_S:
