@@ -149,3 +149,62 @@ def test_a_box_never_takes_the_baselines_of_a_box_named_after_it(tmp_path):
     assert rollout_resume.resumable(run)["b"]["baselines"] == {
         "vllm_service": str(run / "bench" / "b.vllm_service.json")
     }
+
+
+def test_a_resume_cut_off_in_its_turn_is_resumed_again_with_the_first_runs_baselines(tmp_path):
+    root = tmp_path / "rollouts"
+    first = _cut_run(root)
+    planned = _plan({"a": _box("2"), **{b: _box("1") for b in "bcde"}})
+    rollout_resume.resume(planned, first)
+    second = rollout.start(root, "2", planned, when="2026-12-07T02:00:00Z")
+    rows = {r["box"]: r for r in planned["boxes"]}
+    # b is cut off again just after its turn began (nothing of this run's own had changed it);
+    # c after its drain; a is only checked and finishes.
+    rollout.step(second, "b", "begin", "ok", fields=rows["b"])
+    for name in ("begin", "gate before", "drain"):
+        rollout.step(second, "c", name, "ok", fields=rows["c"])
+    for name in ("begin", "done"):
+        rollout.step(second, "a", name, "ok", fields=rows["a"])
+    assert rollout_resume.cut_off_run(root) == second
+    again = _plan({"a": _box("2"), **{b: _box("1") for b in "bcde"}})
+    lines = rollout_resume.resume(again, second)
+    assert [(r["box"], r["action"]) for r in again["boxes"]] == [
+        ("a", "check"),
+        ("b", "resume"),
+        ("c", "resume"),
+        ("d", "upgrade"),
+        ("e", "upgrade"),
+    ]
+    b = again["boxes"][1]["resume"]
+    assert b == {
+        "run": second.name,
+        "step": "begin",
+        "was": "upgrade",
+        "before": "1",
+        "baselines": {"vllm_service": str(first / "bench" / "b.vllm_service.json")},
+    }
+    assert lines[0] == f"b: resumes run {second.name}, cut off after its begin"
+
+
+@pytest.mark.parametrize(
+    "earlier", [None, [], "upgrade", {"was": "check"}, {"was": "upgrade", "baselines": [1]}]
+)
+def test_a_resumed_box_with_a_damaged_resume_is_never_a_traceback(tmp_path, earlier):
+    root = tmp_path / "rollouts"
+    run = _cut_run(root)
+    (run / rollout.BOXES / "b.json").write_text(
+        json.dumps(
+            {
+                "box": "b",
+                "action": "resume",
+                "before": "1",
+                "resume": earlier,
+                "steps": [{"step": "begin", "result": "ok"}],
+            }
+        )
+    )
+    found = rollout_resume.resumable(run)
+    if isinstance(earlier, dict) and earlier.get("was") == "upgrade":
+        assert found["b"]["baselines"] == {}
+    else:
+        assert "b" not in found

@@ -33,7 +33,7 @@ UNSOURCED = {
     "docs/prove.md": 7,
     "docs/security.md": 1,
     "docs/stages.md": 10,
-    "docs/testing.md": 172,
+    "docs/testing.md": 171,
     "docs/roles/vllm_service.md": 5,
 }
 

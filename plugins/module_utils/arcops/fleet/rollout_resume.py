@@ -6,7 +6,8 @@ applied, so that gate would fail and halt a rollout that only needs finishing. S
 planned `resume`: no gate before, the baselines its gate before took in the cut run, then the
 rest of an upgrade (drain, apply, gate, bench). Boxes the cut run finished are on the target and
 gated only (`check`); boxes it never changed are planned as ever. So a resumed rollout never
-moves a box twice.
+moves a box twice. A resume cut off in its turn (the control node died again, or the box lost
+power and dropped out of the run) is resumed again, however far it got.
 
 Stdlib only; arcops_rollout's plan action calls it with the record root.
 """
@@ -47,6 +48,13 @@ def _baselines(run: Path, box: str) -> dict[str, str]:
     return found
 
 
+def _kept(baselines) -> dict[str, str]:
+    """An earlier resume's baselines as the record kept them (service -> file), or none."""
+    if not isinstance(baselines, dict):
+        return {}
+    return {k: v for k, v in baselines.items() if isinstance(k, str) and isinstance(v, str)}
+
+
 def resumable(run: Path) -> dict[str, dict]:
     """Boxes of the cut RUN that had changed and not finished: box -> {run, step, was, before,
     baselines}. A record damaged or of another shape resumes nothing (its boxes are planned anew)."""
@@ -63,7 +71,21 @@ def _resumable(run: Path, record: dict) -> dict[str, dict]:
         names = [s.get("step") for s in steps]
         if any(s.get("result") != "ok" for s in steps) or not steps or names[-1] == "done":
             continue
-        if box.get("action") in RESUMABLE and any(n in _CHANGED for n in names):
+        if box.get("action") == "resume":
+            # Cut off again while it was being resumed: it had changed in an earlier run, so it
+            # is resumed again however far this run got, as that run planned it, with the
+            # baselines its gate before kept there.
+            earlier = box.get("resume")
+            if not isinstance(earlier, dict) or earlier.get("was") not in RESUMABLE:
+                continue
+            out[box["box"]] = {
+                "run": run.name,
+                "step": names[-1],
+                "was": earlier["was"],
+                "before": box.get("before"),
+                "baselines": _kept(earlier.get("baselines")),
+            }
+        elif box.get("action") in RESUMABLE and any(n in _CHANGED for n in names):
             out[box["box"]] = {
                 "run": run.name,
                 "step": names[-1],
