@@ -26,6 +26,20 @@ def _plan(boxes: dict) -> dict:
     return rollout.plan(wave_list, dict.fromkeys(BOXES, "2"), boxes, {})
 
 
+# The cut run's boxes planned again: a finished, b and c resumed, d (unchanged) and e anew.
+RESUMED = [("a", "check"), ("b", "resume"), ("c", "resume"), ("d", "upgrade"), ("e", "upgrade")]
+
+
+def _actions(planned: dict) -> list[tuple[str, str]]:
+    return [(r["box"], r["action"]) for r in planned["boxes"]]
+
+
+def _plan_after(run) -> tuple[dict, list[str]]:
+    """The plan once RUN was cut off: a runs the target; b to e still run release 1."""
+    planned = _plan({"a": _box("2"), **{b: _box("1") for b in "bcde"}})
+    return planned, rollout_resume.resume(planned, run)
+
+
 def _cut_run(root):
     """A run to release 2 cut off: a done, b cut during apply, c drained, d cut in its gate
     before (unchanged), e not reached; a and b kept bench baselines."""
@@ -48,16 +62,8 @@ def _cut_run(root):
 def test_only_the_boxes_the_cut_run_had_begun_to_change_are_resumed(tmp_path):
     run = _cut_run(tmp_path / "rollouts")
     assert rollout_resume.cut_off_run(tmp_path / "rollouts") == run
-    # Now: a runs the target; b, c and d still run release 1 (b and c half-changed).
-    planned = _plan({"a": _box("2"), **{b: _box("1") for b in "bcde"}})
-    lines = rollout_resume.resume(planned, run)
-    assert [(r["box"], r["action"]) for r in planned["boxes"]] == [
-        ("a", "check"),
-        ("b", "resume"),
-        ("c", "resume"),
-        ("d", "upgrade"),
-        ("e", "upgrade"),
-    ]
+    planned, lines = _plan_after(run)  # b and c half-changed
+    assert _actions(planned) == RESUMED
     b = planned["boxes"][1]["resume"]
     assert b == {
         "run": run.name,
@@ -154,8 +160,7 @@ def test_a_box_never_takes_the_baselines_of_a_box_named_after_it(tmp_path):
 def test_a_resume_cut_off_in_its_turn_is_resumed_again_with_the_first_runs_baselines(tmp_path):
     root = tmp_path / "rollouts"
     first = _cut_run(root)
-    planned = _plan({"a": _box("2"), **{b: _box("1") for b in "bcde"}})
-    rollout_resume.resume(planned, first)
+    planned, _ = _plan_after(first)
     second = rollout.start(root, "2", planned, when="2026-12-07T02:00:00Z")
     rows = {r["box"]: r for r in planned["boxes"]}
     # b is cut off again just after its turn began (nothing of this run's own had changed it);
@@ -166,15 +171,8 @@ def test_a_resume_cut_off_in_its_turn_is_resumed_again_with_the_first_runs_basel
     for name in ("begin", "done"):
         rollout.step(second, "a", name, "ok", fields=rows["a"])
     assert rollout_resume.cut_off_run(root) == second
-    again = _plan({"a": _box("2"), **{b: _box("1") for b in "bcde"}})
-    lines = rollout_resume.resume(again, second)
-    assert [(r["box"], r["action"]) for r in again["boxes"]] == [
-        ("a", "check"),
-        ("b", "resume"),
-        ("c", "resume"),
-        ("d", "upgrade"),
-        ("e", "upgrade"),
-    ]
+    again, lines = _plan_after(second)
+    assert _actions(again) == RESUMED
     b = again["boxes"][1]["resume"]
     assert b == {
         "run": second.name,
