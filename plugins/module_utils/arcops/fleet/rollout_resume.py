@@ -71,28 +71,26 @@ def _resumable(run: Path, record: dict) -> dict[str, dict]:
         names = [s.get("step") for s in steps]
         if any(s.get("result") != "ok" for s in steps) or not steps or names[-1] == "done":
             continue
-        if box.get("action") == "resume":
+        action = box.get("action")
+        if action == "resume":
             # Cut off again while it was being resumed: it had changed in an earlier run, so it
             # is resumed again however far this run got, as that run planned it, with the
             # baselines its gate before kept there.
             earlier = box.get("resume")
             if not isinstance(earlier, dict) or earlier.get("was") not in RESUMABLE:
                 continue
-            out[box["box"]] = {
-                "run": run.name,
-                "step": names[-1],
-                "was": earlier["was"],
-                "before": box.get("before"),
-                "baselines": _kept(earlier.get("baselines")),
-            }
-        elif box.get("action") in RESUMABLE and any(n in _CHANGED for n in names):
-            out[box["box"]] = {
-                "run": run.name,
-                "step": names[-1],
-                "was": box["action"],
-                "before": box.get("before"),
-                "baselines": _baselines(run, box["box"]),
-            }
+            was, baselines = earlier["was"], _kept(earlier.get("baselines"))
+        elif action in RESUMABLE and any(n in _CHANGED for n in names):
+            was, baselines = action, _baselines(run, box["box"])
+        else:
+            continue
+        out[box["box"]] = {
+            "run": run.name,
+            "step": names[-1],
+            "was": was,
+            "before": box.get("before"),
+            "baselines": baselines,
+        }
     return out
 
 
