@@ -66,6 +66,8 @@ PLAIN = {
     "spec": "{tmp}/spec.json",
 }
 PLAIN_BY_COMMAND = {("llama bench", "model"): "{tmp}/empty", ("llama same-output", "model"): "{tmp}/empty"}
+# Options given to a command that otherwise runs until a signal (a watch), unless under test.
+ENDING = {("llama health-watch", "looks"): "1", ("llama health-watch", "interval"): "0.01"}
 SECONDS = 20
 MAX_PROBLEMS = 10  # lines of a refusal that lists every problem (vllm render, fleet check)
 
@@ -82,6 +84,8 @@ def _argv(path: str, command: argparse.ArgumentParser, hostile: argparse.Action,
             given = value
         elif action.required or not action.option_strings:
             given = PLAIN_BY_COMMAND.get((path, action.dest), PLAIN.get(action.dest, "{tmp}/plain"))
+        elif (path, action.dest) in ENDING:
+            given = ENDING[(path, action.dest)]
         else:
             continue
         if not action.option_strings:

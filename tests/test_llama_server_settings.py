@@ -20,10 +20,26 @@ P = ss.PREFIX
 ON = {"enabled": True, "model": "/srv/models/m.gguf"}
 
 
-def test_the_unit_template_only_renders_the_command_line():
-    unit = (ROLE / "templates/arcops-llama-server.service.j2").read_text()
-    (line,) = [x for x in unit.splitlines() if x.startswith("ExecStart=")]
-    assert line == "ExecStart={{ llama_cpp_sycl_server_unit.exec_start }}"
+def test_the_unit_templates_only_render_the_command_lines():
+    for name, wanted in (("server", "exec_start"), ("health", "health_exec_start")):
+        unit = (ROLE / f"templates/arcops-llama-{name}.service.j2").read_text()
+        (line,) = [x for x in unit.splitlines() if x.startswith("ExecStart=")]
+        assert line == f"ExecStart={{{{ llama_cpp_sycl_server_unit.{wanted} }}}}"
+
+
+def test_the_health_watch_reaches_the_server_on_the_box_with_the_settings_policy():
+    s, problems = ss.check(ON | {"host": "0.0.0.0", "port": 9000, "api_key": True, "health_interval": 5})
+    assert problems == []
+    assert ss.health_command(s) == [
+        *["/usr/local/bin/arcops", "llama", "health-watch", "--url", "http://127.0.0.1:9000"],
+        *["--api-key-file", ss.KEY_FILE, "--interval", "5", "--stall-seconds", "300"],
+        *["--max-restarts-per-hour", "3", "--min-interval", "600", "--max-reboots-per-day", "0"],
+    ]
+    # Rebooting for a wedged GPU only where allowed (the role's default: arcops_allow_reboot).
+    s = ss.check(ON | {"health_reboot_allowed": True, "health_max_reboots_per_day": 2})[0]
+    assert ss.health_command(s)[-2:] == ["--max-reboots-per-day", "2"]
+    s, problems = ss.check(ON | {"host": "::", "api_key": True})
+    assert problems == [] and ss.health_command(s)[3:5] == ["--url", "http://[::1]:8080"]
 
 
 def test_the_defaults_pass_and_an_enabled_server_renders_its_command_line():
@@ -37,7 +53,7 @@ def test_the_defaults_pass_and_an_enabled_server_renders_its_command_line():
         "/opt/arcops/llama.cpp/current/bin/oneapi-env",
         "/opt/arcops/llama.cpp/current/bin/llama-server",
         *["--model", "/srv/models/m.gguf", "--host", "127.0.0.1", "--port", "8080", "--ctx-size", "8192"],
-        *["--n-gpu-layers", "999", "--split-mode", "layer", "--tensor-split", "3,1.5"],
+        *["--n-gpu-layers", "999", "--split-mode", "layer", "--metrics", "--tensor-split", "3,1.5"],
         *["--api-key-file", ss.KEY_FILE, "--flash-attn", "on"],
     ]
     assert ss.exec_start(["/a b/x", "--y", "it's"]) == "'/a b/x' --y 'it'\"'\"'s'"
@@ -86,6 +102,14 @@ def test_the_defaults_pass_and_an_enabled_server_renders_its_command_line():
             [P + "user holds a control character or text that is not UTF-8"],
         ),
         ({"nope": 1}, ["unknown setting 'nope': remove it"]),
+        ({"extra_args": ["--metrics"]}, [P + "extra_args sets --metrics, which the role sets"]),
+        (
+            {"health_interval": 60, "health_stall_seconds": 30},
+            [P + "health_stall_seconds must be at least " + P + "health_interval"],
+        ),
+        ({"health_max_restarts_per_hour": 0}, [P + "health_max_restarts_per_hour 0 must be from 1 to 60"]),
+        ({"health_watch": "yes"}, [P + "health_watch must be true or false, not str"]),
+        ({"health_max_reboots_per_day": 25}, [P + "health_max_reboots_per_day 25 must be from 0 to 24"]),
     ],
 )
 def test_bad_settings_are_refused_in_one_line_each(values, wanted):
@@ -96,10 +120,12 @@ def test_bad_settings_are_refused_in_one_line_each(values, wanted):
 
 
 def test_the_edges_of_every_bound_pass():
+    # The widest health policy, so that each bound's edge is tried alone.
+    wide = ON | {"health_interval": 1, "health_stall_seconds": 86400}
     for s in ss.SETTINGS:
         if s.low is not None and s.kind == "int":
-            assert ss.check(ON | {s.name: int(s.low)})[1] == [], s.name
-            assert ss.check(ON | {s.name: int(s.high)})[1] == [], s.name
+            assert ss.check(wide | {s.name: int(s.low)})[1] == [], s.name
+            assert ss.check(wide | {s.name: int(s.high)})[1] == [], s.name
     assert ss.check(ON | {"tensor_split": [0, 1]})[1] == []
 
 
@@ -128,6 +154,10 @@ def test_the_module_renders_or_refuses_naming_the_variable():
     done = run_module("arcops_llama_server", json.dumps(args))
     assert not done.get("failed") and done["changed"] is False
     assert done["argv"][4:8] == ["--host", "127.0.0.1", "--port", "9000"]
+    wanted = "/usr/local/bin/arcops llama health-watch --url http://127.0.0.1:9000 "
+    assert done["health_exec_start"].startswith(wanted)
+    args["settings"] = ON | {"health_watch": False}
+    assert run_module("arcops_llama_server", json.dumps(args))["health_exec_start"] == ""
     assert done["exec_start"].startswith(
         "/opt/l/current/bin/oneapi-env /opt/l/current/bin/llama-server --model"
     )

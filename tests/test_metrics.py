@@ -55,6 +55,9 @@ def test_the_box_state_as_metrics(tmp_path, capsys):
     assert got["arcops_verify_passed"] == 1
     assert got["arcops_vllm_health_restarts_last_hour"] == 2
     assert got['arcops_vllm_health_report_timestamp_seconds{state="stall",restarted="false"}'] == 1796295600.5
+    assert got["arcops_llama_health_restarts_last_hour"] == 1
+    assert got['arcops_llama_health_report_timestamp_seconds{state="stall",restarted="true"}'] == 1796295700
+    assert got["arcops_wedged_reboots_last_day"] == 1
     assert got['arcops_gate_right{service="vllm_service"}'] == 10
     # The cards' hwmon figures by PCI address: PL1 (max), PL2 (cap), the reactive limit (crit).
     card = 'card="0000:29:00.0"'

@@ -13,7 +13,7 @@ from arcops.common.prometheus_text import render
 from arcops.fleet import fleet_status
 from arcops.operate import metrics
 from arcops.vllm import out_of_service
-from arcops.vllm.health_watch import HealthWatch, Options
+from arcops.vllm.health_watch import HealthWatch, Options, RestartError
 
 from .helpers.watchdog_fakes import Harness, ready_script
 
@@ -26,11 +26,13 @@ RUNNING = (
 )
 
 
-def _watch(tmp_path: Path, done: list[str], lines: list[list[str]]) -> HealthWatch:
+def _watch(
+    tmp_path: Path, done: list[str], lines: list[list[str]], per_day: int = 0, at: float = 1_796_500_000.0
+) -> HealthWatch:
     return HealthWatch(
         "http://127.0.0.1:8000",
         tmp_path / "reports",
-        Options(),
+        Options(max_reboots_per_day=per_day),
         new_kernel_lines=lambda: lines.pop(0) if lines else [],
         evidence=lambda where: (
             done.append("evidence") or {"dir": str(where), "stacks": [], "devcoredumps": []}
@@ -38,9 +40,11 @@ def _watch(tmp_path: Path, done: list[str], lines: list[list[str]]) -> HealthWat
         restart=lambda: done.append("restart"),
         fetch=lambda url: RUNNING,
         monotonic=lambda: 100.0,
-        wall=lambda: 1_796_500_000.0,
+        wall=lambda: at,
         stop=lambda: done.append("stop"),
         out_of_service=tmp_path / "run" / "arcops" / "vllm-out-of-service.json",
+        reboot=lambda: done.append("reboot"),
+        reboots=tmp_path / "var" / "wedged-reboots.json",
     )
 
 
@@ -57,7 +61,56 @@ def test_a_failed_gt_reset_stops_vllm_and_marks_the_box_instead_of_restarting(tm
     assert mark["cards"] == ["0000:03:00.0"] and mark["since"] == "2026-12-05T19:46:40Z"
     assert mark["evidence"].endswith(report["evidence"]["dir"].rsplit("/", 1)[1])
     latest = json.loads((tmp_path / "reports/health-latest.json").read_text())
-    assert latest["state"] == "wedged"
+    assert latest["state"] == "wedged" and latest["rebooted"] is False
+    assert latest["why_not"].endswith(
+        "rebooting is not allowed here (arcops_allow_reboot): the box needs a person"
+    )
+    # The kernel's own lines are kept with the evidence, whatever the journal keeps.
+    assert Path(report["evidence"]["kernel_log"]).read_text().splitlines() == WEDGED
+
+
+def test_a_wedged_gpu_reboots_the_box_within_its_daily_limit(tmp_path):
+    day = out_of_service.DAY
+    ledger = tmp_path / "var" / "wedged-reboots.json"
+    done: list[str] = []
+    report = _watch(tmp_path, done, [WEDGED], per_day=1).step()
+    # Evidence, stop, the mark and the report on disk first; the reboot asked for last, counted.
+    assert done == ["evidence", "stop", "reboot"] and report["rebooted"] is True
+    assert report["why_not"].endswith("; rebooting (reboot 1 of at most 1 in 24 h)")
+    assert json.loads((tmp_path / "reports/health-latest.json").read_text())["rebooted"] is True
+    assert json.loads(ledger.read_text()) == [1_796_500_000.0]
+    # It wedges again after the reboot (a new watch, /run emptied): the day's reboot is used up.
+    done.clear()
+    again = _watch(tmp_path, done, [WEDGED], per_day=1, at=1_796_500_000.0 + day - 60).step()
+    assert done == ["evidence", "stop"] and again["rebooted"] is False
+    assert again["why_not"].endswith(
+        "1 reboot(s) for a wedged GPU in the last 24 h (limit 1): not rebooting again, the box needs a person"
+    )
+    # A day after the first, it may again; the ledger keeps only the last day's.
+    done.clear()
+    later = _watch(tmp_path, done, [WEDGED], per_day=1, at=1_796_500_000.0 + day).step()
+    assert done[-1] == "reboot" and later["rebooted"] is True
+    assert json.loads(ledger.read_text()) == [1_796_500_000.0 + day]
+
+
+def test_a_ledger_cut_short_or_a_refused_reboot_is_said_never_a_traceback(tmp_path):
+    ledger = tmp_path / "var" / "wedged-reboots.json"
+    ledger.parent.mkdir(parents=True)
+    for text in ("[1796499000.0", "{}", '["x", null, 1e999]', ""):
+        ledger.write_text(text)
+        assert out_of_service.reboots(ledger, 1_796_500_000.0) == []
+    done: list[str] = []
+    watch = _watch(tmp_path, done, [WEDGED], per_day=2)
+
+    def refused():
+        raise RestartError("Access denied")
+
+    watch.reboot = refused
+    report = watch.step()
+    assert report["rebooted"] is False and report["reboot_error"] == "Access denied"
+    assert (
+        json.loads((tmp_path / "reports/health-latest.json").read_text())["reboot_error"] == "Access denied"
+    )
 
 
 def test_the_watchdog_will_not_start_an_out_of_service_box(tmp_path):

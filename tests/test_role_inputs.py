@@ -67,6 +67,11 @@ def test_good_inputs_pass():
             ],
         ),
         ({"vllm_service_health_interval": "0"}, ["vllm_service_health_interval must be at least 1 second"]),
+        (
+            {"vllm_service_health_max_reboots_per_day": "25"},
+            ["vllm_service_health_max_reboots_per_day must be 0 to 24"],
+        ),
+        ({"vllm_service_health_max_reboots_per_day": "0"}, []),
         # Values that go into the units' command lines: one word, no newline, no bare %.
         (
             {"vllm_service_report_dir": "/var/lib/a b", "vllm_service_docker_host": "unix:///x%i"},

@@ -98,6 +98,7 @@ def test_the_roles_watch_and_bench_defaults_are_the_codes():
     assert defaults["vllm_service_health_stall_seconds"] == health.stall_seconds
     assert defaults["vllm_service_health_max_restarts_per_hour"] == health.max_restarts_per_hour
     assert defaults["vllm_service_health_min_interval"] == health.min_interval
+    assert defaults["vllm_service_health_reboot_allowed"] == "{{ arcops_allow_reboot | default(false) }}"
     assert defaults["vllm_service_report_dir"] == watch_options.DEFAULT_REPORT_DIR
     verify = yaml.safe_load((REPO / "roles/verify/defaults/main.yml").read_text())
     assert verify["verify_bench_tolerance"] == bench.TOLERANCE

@@ -40,6 +40,12 @@ EXAMPLES = r"""
 RETURN = r"""
 argv: {description: The unit's command line (empty while the server is off)., returned: always, type: list}
 exec_start: {description: The command line as the unit's ExecStart (quoted)., returned: always, type: str}
+health_exec_start:
+  description: >-
+    The health watch's command line as its unit's ExecStart (empty while the server or the
+    watch is off).
+  returned: always
+  type: str
 endpoint:
   description: url, model, api_key_file and stack the verify stage asks ({} while the server is off).
   returned: always
@@ -66,10 +72,12 @@ def main():
     if problems:
         module.fail_json(msg="; ".join(problems))
     argv = server_settings.command(s, p["prefix_root"]) if s["enabled"] else []
+    health = server_settings.health_command(s) if s["enabled"] and s["health_watch"] else []
     module.exit_json(
         changed=False,
         argv=argv,
         exec_start=server_settings.exec_start(argv),
+        health_exec_start=server_settings.exec_start(health),
         endpoint=server_settings.endpoint(s, p["build_id"]),
     )
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from arcops.common import records
 from arcops.common.served import free_port
+from arcops.vllm.out_of_service import REBOOTS
+from arcops.vllm.watch_options import LLAMA_REPORT_DIR
 
 from .debian_mirror import extract_deb, fetch_deb
 
@@ -80,6 +82,15 @@ def metrics_box(tmp_path: Path) -> Path:
     (starts / "health-restarts.json").write_text(json.dumps([now - 7200, now - 1800, now - 600]))
     latest = {"state": "stall", "at_epoch": 1796295600.5, "restarted": False, "why_not": "2 restart(s)"}
     (starts / "health-latest.json").write_text(json.dumps(latest))
+    # llama-server's watch restarted it once, on a flat decode count; a wedged GPU rebooted the
+    # box once today and once two days ago (the ledger counts the day's).
+    llama = root / LLAMA_REPORT_DIR.lstrip("/")
+    llama.mkdir(parents=True)
+    (llama / "health-restarts.json").write_text(json.dumps([now - 300]))
+    latest = {"state": "stall", "at_epoch": 1796295700.0, "restarted": True}
+    (llama / "health-latest.json").write_text(json.dumps(latest))
+    ledger = root / REBOOTS.lstrip("/")
+    ledger.write_text(json.dumps([now - 2 * 86400, now - 3600]))
     return root
 
 

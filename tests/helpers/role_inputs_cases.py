@@ -48,4 +48,5 @@ VLLM = {
     "vllm_service_health_stall_seconds": "300",
     "vllm_service_health_max_restarts_per_hour": "3",
     "vllm_service_health_min_interval": "0",
+    "vllm_service_health_max_reboots_per_day": "1",
 }

@@ -1,5 +1,6 @@
-"""arcops llama source, alloc-probe-verdict, llama-bench, llama-same-output: llama.cpp's Level Zero
-allocations and their proof, its speed, and the same answers on one GPU and on all of them."""
+"""arcops llama source, alloc-probe-verdict, llama-bench, llama-same-output, health-watch: llama.cpp's
+Level Zero allocations and their proof, its speed, the same answers on one GPU and on all of them,
+and its serving health (cli/health.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from ..common.outputs import output_file, write_atomic
 from ..common.report import print_json, print_table
 from ..llama import allocprobe, llama_bench, llama_source, same_output
 from ..prove import prompts
+from . import health
 from .common import error, number, positive_int, seconds
 
 
@@ -220,3 +222,5 @@ def add(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.add_argument("extra", nargs=argparse.REMAINDER, help="after --: more llama-server options for both")
     p.set_defaults(func=_cmd_same_output)
+
+    health.add_llama(sub)

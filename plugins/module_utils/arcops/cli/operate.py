@@ -15,6 +15,7 @@ from ..common.records import FACT_DIR, read_published
 from ..common.report import print_json, print_table
 from ..operate import diag, metrics
 from ..vllm import out_of_service
+from ..vllm.watch_options import LLAMA_REPORT_DIR
 from .common import kernel_log, number, one_line, read_root, with_box_source
 
 
@@ -43,6 +44,7 @@ def box_sources(args: argparse.Namespace, root) -> dict:
         "facts": facts.collect(root),
         "start": metrics.last_start_report(root, report_dir),
         "health": metrics.health_files(root, report_dir),
+        "llama_health": metrics.health_files(root, LLAMA_REPORT_DIR),
         "lines": _kernel_lines(args),
     }
 
@@ -69,6 +71,8 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
         out_of_service.read(root.path(out_of_service.MARK)),
         gpu_clocks.cards(root),
         _drm_memory(root),
+        box["llama_health"],
+        out_of_service.reboots(root.path(out_of_service.REBOOTS), time.time()),
     )
     text = render(families)
     if args.output:

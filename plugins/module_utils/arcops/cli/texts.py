@@ -135,6 +135,16 @@ COMMANDS = {
         "error; 3 xe events on every attempt; 4 neither ready nor an xe event within --start-timeout "
         "(container stopped, not retried)",
     ),
+    "llama health-watch": (
+        "While the llama-server unit is up, looks every --interval seconds at llama-server's /metrics "
+        "(it must run with --metrics) and the kernel journal. Its /health answers while completions "
+        "hang, so progress is judged: requests processing with llamacpp:n_decode_total flat for "
+        "--stall-seconds is a stall, and so is /metrics silent that long while /health answers. "
+        "A stall or a new xe engine reset or timed-out job: devcoredumps "
+        "first, then a restart of the unit when the policy allows it (as vllm health-watch), and a "
+        "report either way in --report-dir (docs/operate.md).",
+        f"0 stopped by a signal or after --looks; {BAD_INPUT}",
+    ),
     "vllm health-watch": (
         "While the vLLM unit is up, looks every --interval seconds at vLLM's /metrics and the kernel "
         "journal. A stall (requests running, the generation token counter flat for --stall-seconds) or "

@@ -9,10 +9,11 @@ from pathlib import Path
 
 from ..common.report import print_json, print_table
 from ..common.sysroot import SysRoot
-from ..vllm.watch_options import DEFAULT_REPORT_DIR, HEALTH_INTERVAL, HealthOptions, WatchdogOptions
+from ..vllm.watch_options import DEFAULT_REPORT_DIR, WatchdogOptions
+from . import health
 from .common import error, finite, positive_int, seconds
 
-WATCHDOG, HEALTH = WatchdogOptions(), HealthOptions()
+WATCHDOG = WatchdogOptions()
 
 
 def _cmd_vllm_render(args: argparse.Namespace) -> int:
@@ -116,9 +117,6 @@ def _cmd_watchdog(args: argparse.Namespace) -> int:
 
 def _cmd_health_watch(args: argparse.Namespace) -> int:
     """Watch a ready vLLM: stalls and new xe events -> evidence, a restart the policy allows, a report."""
-    import signal
-    import threading
-
     from ..box import journal
     from ..vllm import docker_api, health_box, health_watch, out_of_service, vllm_spec, watchdog
 
@@ -139,12 +137,6 @@ def _cmd_health_watch(args: argparse.Namespace) -> int:
     except docker_api.DockerError as e:
         error(f"arcops: {e}")
         return 2
-    options = health_watch.Options(
-        stall_seconds=args.stall_seconds,
-        max_restarts_per_hour=args.max_restarts_per_hour,
-        min_interval=args.min_interval,
-        unreachable_after=args.unreachable_after,
-    )
     sysroot = SysRoot(args.root)
     try:
         lines = health_box.KernelLines(journal.follow())
@@ -154,34 +146,16 @@ def _cmd_health_watch(args: argparse.Namespace) -> int:
     watch = health_watch.HealthWatch(
         url,
         Path(args.report_dir),
-        options,
+        health.options(args),
         new_kernel_lines=lines,
         evidence=health_box.evidence_taker(engine, spec["name"], sysroot, args.py_spy),
         restart=health_box.systemd_restart(args.unit),
         stop=health_box.systemd_stop(args.unit),
         out_of_service=sysroot.path(out_of_service.MARK),
+        reboot=health_box.systemd_reboot(),
+        reboots=sysroot.path(out_of_service.REBOOTS),
     )
-    stop = threading.Event()
-    handlers = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGTERM, signal.SIGINT)}
-    print(
-        f"watching {url}/metrics and the kernel journal every {args.interval:g} s while {args.unit} is up "
-        f"(stall after {args.stall_seconds:g} s; at most {args.max_restarts_per_hour} restart(s) an hour, "
-        f"{args.min_interval:g} s apart); reports -> {args.report_dir}",
-        flush=True,
-    )
-    try:
-        return health_box.run(
-            watch,
-            args.interval,
-            health_box.systemd_active(args.unit),
-            stop,
-            lambda text: print(text, flush=True),
-            args.looks,
-        )
-    finally:
-        lines.close()
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
+    return health.run(args, watch, lines, url)
 
 
 def _box_options(p: argparse.ArgumentParser, reports: str) -> None:
@@ -286,44 +260,5 @@ def add(sub) -> None:
         help="after start-up: on a stall or a new xe event, take evidence, restart within limits, report",
     )
     _box_options(p, "health reports, restarts and evidence")
-    p.add_argument("--unit", default="arcops-vllm", help="the vLLM unit to restart (default arcops-vllm)")
-    p.add_argument(
-        "--interval",
-        type=finite,
-        default=HEALTH_INTERVAL,
-        metavar="S",
-        help=f"seconds between looks (default {HEALTH_INTERVAL:g})",
-    )
-    p.add_argument(
-        "--stall-seconds",
-        type=finite,
-        default=HEALTH.stall_seconds,
-        metavar="S",
-        help="requests running with no token generated this long is a stall "
-        f"(default {HEALTH.stall_seconds:g})",
-    )
-    p.add_argument(
-        "--max-restarts-per-hour",
-        type=positive_int,
-        default=HEALTH.max_restarts_per_hour,
-        metavar="N",
-        help=f"(default {HEALTH.max_restarts_per_hour})",
-    )
-    p.add_argument(
-        "--min-interval",
-        type=seconds,
-        default=HEALTH.min_interval,
-        metavar="S",
-        help=f"seconds between restarts, at least (default {HEALTH.min_interval:g})",
-    )
-    p.add_argument(
-        "--unreachable-after",
-        type=positive_int,
-        default=HEALTH.unreachable_after,
-        metavar="N",
-        help=f"looks in a row without /metrics before that is reported (default {HEALTH.unreachable_after})",
-    )
-    p.add_argument(
-        "--looks", type=positive_int, metavar="N", help="stop after N looks (default: until a signal)"
-    )
+    health.add_options(p, "arcops-vllm")
     p.set_defaults(func=_cmd_health_watch)

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import shlex
 
+from ..common.net import local_host
 from ..common.secrets import secret_flag
 from ..common.settings_table import Table
 from ..common.settings_table import setting as _s
+from ..vllm.watch_options import HEALTH_INTERVAL, HealthOptions
+
+HEALTH = HealthOptions()
 
 PREFIX = "llama_cpp_sycl_server_"
 # The key goes to llama-server by file: argv is readable by every user of the box.
@@ -85,10 +89,69 @@ SETTINGS = (
         "llama-server",
         "System user the unit runs as (made by the role, in render and video).",
     ),
+    _s(
+        "health_watch",
+        "bool",
+        True,
+        "Run C(arcops-llama-health.service) beside the server. While it is up, a stall (its /metrics "
+        "silent while /health answers, or requests processing with no decode, for the stall seconds) "
+        "or a new xe engine reset or timed-out job takes the cards' devcoredumps, restarts llama-server "
+        "when the policy allows, and writes a health report to C(/var/lib/arcops/llama/health).",
+    ),
+    _s(
+        "health_interval",
+        "int",
+        int(HEALTH_INTERVAL),
+        "Seconds between the health watch's looks.",
+        low=1,
+        high=3600,
+    ),
+    _s(
+        "health_stall_seconds",
+        "int",
+        int(HEALTH.stall_seconds),
+        "Seconds without progress, with requests in the server, before it is a stall (at least the "
+        "interval).",
+        low=1,
+        high=86400,
+    ),
+    _s(
+        "health_max_restarts_per_hour",
+        "int",
+        HEALTH.max_restarts_per_hour,
+        "Restarts the health watch may make in any hour; past that it reports and leaves the server.",
+        low=1,
+        high=60,
+    ),
+    _s(
+        "health_min_interval",
+        "int",
+        int(HEALTH.min_interval),
+        "Seconds between two of the health watch's restarts, at least.",
+        low=0,
+        high=86400,
+    ),
+    _s(
+        "health_reboot_allowed",
+        "bool",
+        False,
+        "Whether the health watch may reboot the box for a wedged GPU (a failed GT reset), which "
+        "stops the server and marks the box out of service until a reboot.",
+        role_default="{{ arcops_allow_reboot | default(false) }}",
+    ),
+    _s(
+        "health_max_reboots_per_day",
+        "int",
+        1,
+        "Reboots for a wedged GPU in any day, counted box-wide in "
+        "C(/var/lib/arcops/wedged-reboots.json); past that the box stays out of service for a person.",
+        low=0,
+        high=24,
+    ),
 )
 TABLE = Table(PREFIX, "llama-server", SETTINGS, labelled=True)
 # Flags the role sets: in extra arguments they would bypass the bind check or put the key in argv.
-MANAGED_FLAGS = (*(s.flag for s in SETTINGS if s.flag), "--api-key", "-m", "--split-mode", "-sm")
+MANAGED_FLAGS = (*(s.flag for s in SETTINGS if s.flag), "--api-key", "-m", "--split-mode", "-sm", "--metrics")
 
 
 def _extra_args(args: list[str]) -> list[str]:
@@ -119,6 +182,9 @@ def check(values: object) -> tuple[dict, list[str]]:
     if model is None or not (model.startswith("/") and model.endswith(".gguf")):
         problems.append(f"{PREFIX}model must be the absolute path of a .gguf on the box")
     problems += _extra_args(s["extra_args"])
+    interval, stall = s["health_interval"], s["health_stall_seconds"]
+    if isinstance(interval, int) and isinstance(stall, int) and stall < interval:
+        problems.append(f"{PREFIX}health_stall_seconds must be at least {PREFIX}health_interval")
     if s["host"] not in LOOPBACK and not s["api_key"]:
         problems.append(
             f"llama-server would listen on {s['host']} without an API key: set "
@@ -137,12 +203,27 @@ def command(s: dict, prefix_root: str) -> list[str]:
     bin_dir = f"{prefix_root}/current/bin"
     argv = [f"{bin_dir}/oneapi-env", f"{bin_dir}/llama-server", "--model", s["model"], "--host", s["host"]]
     argv += ["--port", str(s["port"]), "--ctx-size", str(s["ctx_size"])]
-    argv += ["--n-gpu-layers", "999", "--split-mode", "layer"]
+    # --metrics: the health watch judges the server by its counters (arcops llama health-watch).
+    argv += ["--n-gpu-layers", "999", "--split-mode", "layer", "--metrics"]
     if s["tensor_split"]:
         argv += ["--tensor-split", ",".join(_number(x) for x in s["tensor_split"])]
     if s["api_key"]:
         argv += ["--api-key-file", KEY_FILE]
     return argv + list(s["extra_args"])
+
+
+def health_command(s: dict) -> list[str]:
+    """The health watch's command line: the server reached on the box (a wildcard listen address
+    by loopback), the key by file, the policy from the settings (S: settings that passed check)."""
+    argv = ["/usr/local/bin/arcops", "llama", "health-watch"]
+    argv += ["--url", f"http://{local_host(s['host'])}:{s['port']}"]
+    if s["api_key"]:
+        argv += ["--api-key-file", KEY_FILE]
+    argv += ["--interval", str(s["health_interval"]), "--stall-seconds", str(s["health_stall_seconds"])]
+    argv += ["--max-restarts-per-hour", str(s["health_max_restarts_per_hour"])]
+    argv += ["--min-interval", str(s["health_min_interval"])]
+    reboots = s["health_max_reboots_per_day"] if s["health_reboot_allowed"] else 0
+    return [*argv, "--max-reboots-per-day", str(reboots)]
 
 
 def exec_start(argv: list[str]) -> str:

@@ -225,14 +225,17 @@ def _verify(verify: dict) -> list[Family]:
     return families
 
 
-def _health(restarts: list[float] | None, latest: dict | None, now: float) -> list[Family]:
+def _health(
+    restarts: list[float] | None, latest: dict | None, now: float, server: str = "vllm"
+) -> list[Family]:
+    """SERVER's health watch (vllm, llama): its restarts in the last hour and its last report."""
     count = Family(
-        f"{PREFIX}vllm_health_restarts_last_hour",
+        f"{PREFIX}{server}_health_restarts_last_hour",
         "gauge",
         "Restarts the health watch made in the last hour (its policy's count).",
     )
     last = Family(
-        f"{PREFIX}vllm_health_report_timestamp_seconds",
+        f"{PREFIX}{server}_health_report_timestamp_seconds",
         "gauge",
         "When the health watch last reported a stall, an xe event or silence (by state, restarted).",
     )
@@ -246,6 +249,17 @@ def _health(restarts: list[float] | None, latest: dict | None, now: float) -> li
     return [count, last]
 
 
+def _wedged_reboots(times: list[float] | None) -> Family:
+    family = Family(
+        f"{PREFIX}wedged_reboots_last_day",
+        "gauge",
+        "Reboots the health watches asked for a wedged GPU in the last 24 hours (their limit's count).",
+    )
+    if times is not None:
+        family.add(len(times))
+    return family
+
+
 def collect(
     records: dict,
     facts: dict,
@@ -257,19 +271,25 @@ def collect(
     out_of_service: dict | None = None,
     clocks: list[dict] | None = None,
     memory: list[dict] | None = None,
+    llama_health: tuple[list[float] | None, dict | None] = (None, None),
+    wedged_reboots: list[float] | None = None,
 ) -> list[Family]:
     """Every family, from the records (as arcops.common.records.read_published), the facts
     (arcops.box.facts.collect), the last start report, this boot's kernel lines (None: unreadable),
     the health watch's (restart times, latest report), the cards' hwmon figures
     (arcops.box.gpu_power.cards), the out-of-service mark (arcops.vllm.out_of_service.read), the
-    cards' clocks and VRAM (arcops.box.gpu_clocks.cards) and their DRM clients' memory
-    (arcops.box.drm_memory.per_card, None when not every process could be read)."""
+    cards' clocks and VRAM (arcops.box.gpu_clocks.cards), their DRM clients' memory
+    (arcops.box.drm_memory.per_card, None when not every process could be read), llama-server's
+    health watch's (as vLLM's) and the reboots for a wedged GPU (arcops.vllm.out_of_service.reboots,
+    None when the box keeps no ledger)."""
     records = {k: v for k, v in records.items() if isinstance(v, dict)}
     families = [_stack(records, facts), *_gpus(facts, kernel_lines), *_power(power), *_clocks(clocks, memory)]
     families += _start(start_report)
     families.append(_vllm_p2p(_dict(records.get("vllm_service"))))
     families.append(_out_of_service(_dict(records.get("vllm_service")), out_of_service))
     families += _health(*health, now)
+    families += _health(*llama_health, now, "llama")
+    families.append(_wedged_reboots(wedged_reboots))
     families += _verify(_dict(records.get("verify")))
     stamp = Family(f"{PREFIX}metrics_timestamp_seconds", "gauge", "When these metrics were written.")
     stamp.add(now)

@@ -167,6 +167,9 @@ def _health(v: dict) -> list[str]:
     min_interval = number(v.get("vllm_service_health_min_interval"), int)
     if min_interval is None or min_interval < 0:
         out.append("vllm_service_health_min_interval must be 0 or more seconds")
+    reboots = number(v.get("vllm_service_health_max_reboots_per_day"), int)
+    if reboots is None or not 0 <= reboots <= 24:
+        out.append("vllm_service_health_max_reboots_per_day must be 0 to 24")
     return out
 
 

@@ -1,5 +1,5 @@
-"""Serving health after start-up: what a running vLLM's /metrics and the kernel journal say, and
-whether a restart is allowed.
+"""Serving health after start-up: what a running vLLM's or llama-server's /metrics and the kernel
+journal say, and whether a restart is allowed.
 
 The field report's stall: four requests in flight, generation at 0 tok/s, and five minutes later
 the engine died with a timeout in shm_broadcast. Seen from outside, that is requests running
@@ -29,24 +29,26 @@ class Reading:
     at: float  # monotonic seconds
     running: float
     waiting: float
-    generated: float | None  # the generation token counter; None when the server has none
+    generated: float | None  # the progress counter; None when the server has none
 
 
-def reading(text: str, at: float) -> Reading:
-    """A Reading of /metrics text; MetricsError when it is not vLLM's (no running gauge)."""
-    found = prometheus_text.sums(
-        text, (serving_metrics.RUNNING, serving_metrics.WAITING, serving_metrics.GENERATION_TOKENS)
-    )
-    if serving_metrics.RUNNING not in found:
-        raise prometheus_text.MetricsError(
-            "metrics: no vllm:num_requests_running sample (is this vLLM's /metrics?)"
-        )
-    return Reading(
-        at,
-        found[serving_metrics.RUNNING],
-        found.get(serving_metrics.WAITING, 0.0),
-        found.get(serving_metrics.GENERATION_TOKENS),
-    )
+# What each server's /metrics calls requests running, requests waiting and progress. llama-server
+# (--metrics) adds to llamacpp:tokens_predicted_total only when a request ends, so its progress is
+# llamacpp:n_decode_total, one per llama_decode() call: every generated token is one.
+METRICS = {
+    "vllm": (serving_metrics.RUNNING, serving_metrics.WAITING, serving_metrics.GENERATION_TOKENS),
+    "llama-server": ("llamacpp:requests_processing", "llamacpp:requests_deferred", "llamacpp:n_decode_total"),
+}
+
+
+def reading(text: str, at: float, server: str = "vllm") -> Reading:
+    """A Reading of SERVER's /metrics text; MetricsError when it is not that server's (no running
+    gauge)."""
+    running, waiting, progress = METRICS[server]
+    found = prometheus_text.sums(text, (running, waiting, progress))
+    if running not in found:
+        raise prometheus_text.MetricsError(f"metrics: no {running} sample (is this {server}'s /metrics?)")
+    return Reading(at, found[running], found.get(waiting, 0.0), found.get(progress))
 
 
 @dataclass
@@ -118,8 +120,16 @@ class Verdict:
     why_not: str = ""
 
 
-def assess(r: Reading, watch: StallWatch, new_xe_events: int, policy: RestartPolicy, now: float) -> Verdict:
-    """One look: a new xe event first (the driver already reset an engine), then a stall."""
+def assess(
+    r: Reading,
+    watch: StallWatch,
+    new_xe_events: int,
+    policy: RestartPolicy,
+    now: float,
+    no_progress: str = "no token generated",
+) -> Verdict:
+    """One look: a new xe event first (the driver already reset an engine), then a stall
+    (NO_PROGRESS says what stayed flat)."""
     flat = watch.feed(r)
     if new_xe_events:
         state, detail = (
@@ -130,7 +140,7 @@ def assess(r: Reading, watch: StallWatch, new_xe_events: int, policy: RestartPol
         state, detail = (
             "stall",
             (
-                f"{r.running:g} request(s) running and no token generated for {flat:.0f} s "
+                f"{r.running:g} request(s) running and {no_progress} for {flat:.0f} s "
                 f"(stall after {watch.stall_seconds:g} s)"
             ),
         )

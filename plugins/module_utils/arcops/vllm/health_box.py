@@ -1,6 +1,7 @@
 """The health watch wired to a real box: the kernel journal (a follower read by a thread, drained
-at each look), the container engine and py-spy for evidence, systemd for the restart, and the
-loop that looks every INTERVAL seconds while the vLLM unit is active.
+at each look), the container engine and py-spy for evidence (devcoredumps alone for llama-server,
+which runs on the box), systemd for the restart, and the loop that looks every INTERVAL seconds
+while the server's unit is active.
 
 While the unit is starting (or stopped) the start watchdog is the one watching: the health watch
 skips those looks, so a start, however long, is neither a stall nor a silence.
@@ -12,9 +13,11 @@ from __future__ import annotations
 
 import subprocess
 import threading
+import urllib.error
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from ..common import http
 from ..common.sysroot import SysRoot
 from .evidence import python_stacks, take_devcoredumps
 from .health_watch import HealthWatch, RestartError
@@ -64,6 +67,40 @@ def evidence_taker(
     return take
 
 
+def devcoredump_taker(sysroot: SysRoot) -> Callable[[Path], dict]:
+    """Evidence for a server on the box (llama-server): each card's devcoredump (copied, then
+    freed); the kernel's lines are in the report and the journal."""
+
+    def take(where: Path) -> dict:
+        return {"dir": str(where), "stacks": None, "devcoredumps": take_devcoredumps(sysroot, where)}
+
+    return take
+
+
+def metrics_fetch(headers: dict[str, str], timeout: float = 5.0) -> Callable[[str], str]:
+    """GET URL/metrics with HEADERS (llama-server's API key): its text, at most 4 MiB."""
+
+    def fetch(url: str) -> str:
+        with http.open_request(http.request(url + "/metrics", headers), timeout=timeout) as r:
+            return r.read(4 * 2**20).decode("utf-8", "replace")
+
+    return fetch
+
+
+def health_route(url: str, timeout: float = 5.0) -> Callable[[], bool]:
+    """Whether URL/health answers 200 (llama-server answers it from its HTTP threads, whatever its
+    loop is doing)."""
+
+    def alive() -> bool:
+        try:
+            with http.open_request(url + "/health", timeout=timeout) as r:
+                return r.status == 200
+        except (urllib.error.URLError, OSError):
+            return False
+
+    return alive
+
+
 def _systemctl(*args: str, timeout: float = 30.0) -> subprocess.CompletedProcess:
     try:
         return subprocess.run(
@@ -92,6 +129,17 @@ def systemd_restart(unit: str) -> Callable[[], None]:
 def systemd_stop(unit: str) -> Callable[[], None]:
     """Stop UNIT (a wedged GPU: no restart helps)."""
     return _systemd_verb("stop", unit)
+
+
+def systemd_reboot() -> Callable[[], None]:
+    """Reboot the box through systemd (every service stopped in order first), without waiting."""
+
+    def run() -> None:
+        done = _systemctl("reboot", "--no-block")
+        if done.returncode != 0:
+            raise RestartError(f"systemctl reboot: {(done.stderr or done.stdout).strip()[-300:]}")
+
+    return run
 
 
 def systemd_active(unit: str) -> Callable[[], bool]:

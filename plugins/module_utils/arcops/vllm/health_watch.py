@@ -1,8 +1,14 @@
-"""The watch after start-up: at each look (the caller sets the pace), vLLM's /metrics and the
-kernel lines since the last look (arcops.vllm.health judges), and on a stall or a new xe event:
-evidence first, then a restart when the policy allows, and a health report either way. A failed
-GT reset (a wedged GPU) is never restarted: vLLM is stopped and the box marked out of service
-until it reboots (out_of_service.py).
+"""The watch after start-up: at each look (the caller sets the pace), the server's /metrics (vLLM's
+or llama-server's) and the kernel lines since the last look (arcops.vllm.health judges), and on a
+stall or a new xe event: evidence first, then a restart when the policy allows, and a health
+report either way. A failed GT reset (a wedged GPU) is never restarted: the server is stopped and
+the box marked out of service until it reboots (out_of_service.py), which the watch asks for
+itself where allowed, within a limit per day.
+
+llama-server's /health answers from its HTTP threads whatever its loop is doing: a loop stuck in a
+GPU call leaves /health at 200 while every completion hangs (ggml-org/llama.cpp#25692). Its
+progress is its decode counter; given ALIVE (the health route answers), a /metrics that does not
+answer at all while /health does counts as no progress too, and stall_seconds of it is a stall.
 
 Everything it touches comes in as a callable (fetch, new kernel lines, evidence, restart, clocks),
 so the loop is tested as it runs; the service that wires it to the box's journal, engine and
@@ -37,6 +43,8 @@ class RestartError(RuntimeError):
 
 
 RESTARTS_FILE = "health-restarts.json"
+NAMES = {"vllm": "vLLM", "llama-server": "llama-server"}
+NO_PROGRESS = {"vllm": "no token generated", "llama-server": "no llama_decode() call"}
 LATEST = "health-latest.json"
 
 
@@ -86,6 +94,10 @@ class HealthWatch:
         wall: Callable[[], float] = time.time,
         stop: Callable[[], None] | None = None,
         out_of_service: Path | None = None,
+        server: str = "vllm",
+        alive: Callable[[], bool] | None = None,
+        reboot: Callable[[], None] | None = None,
+        reboots: Path | None = None,
     ):
         self.url, self.report_dir, self.options = url, report_dir, options
         self.new_kernel_lines, self.evidence, self.restart, self.fetch = (
@@ -101,7 +113,12 @@ class HealthWatch:
         self.policy = health.RestartPolicy(
             options.max_restarts_per_hour, options.min_interval, read_restarts(report_dir) or []
         )
+        self.server, self.alive = server, alive
+        # A wedged GPU reboots the box (REBOOT) within options.max_reboots_per_day, counted in REBOOTS.
+        self.reboot, self.reboots = reboot, reboots
         self.unanswered = 0
+        # Since when /metrics has not answered while the health route did (monotonic; ALIVE only).
+        self.silent_since: float | None = None
         # The state of a refused verdict already reported: a stall the policy will not restart
         # is reported once, not at every look, until the server is well again.
         self.refused: tuple[str, bool] | None = None
@@ -121,27 +138,59 @@ class HealthWatch:
         self.unanswered = 0
 
     def _wedged(self, now_wall: float, lines: list[str], found: dict) -> dict:
-        """A failed GT reset: evidence, then vLLM stopped and the box out of service (no restart
-        brings a wedged GPU back; a reboot does)."""
+        """A failed GT reset: evidence (the kernel's lines kept with it), then the server stopped
+        and the box out of service (no restart brings a wedged GPU back; a reboot does), then a
+        reboot where allowed and within its daily limit, asked for once the report is on disk."""
         by_device = xe_events.count(lines)["by_device"]
         cards = sorted(d for d, kinds in by_device.items() if kinds.get(xe_events.GT_RESET_FAILED))
+        name = NAMES.get(self.server, self.server)
+        reboot, why = False, "no reboot from this watch"
+        if self.reboot is not None and self.reboots is not None:
+            reboot, why = out_of_service.decide_reboot(
+                self.reboots, now_wall, self.options.max_reboots_per_day
+            )
         verdict = health.Verdict(
             "wedged",
             f"GT reset failed on {', '.join(cards)}: the GPU is wedged",
             False,
-            "a wedged GPU comes back only with a reboot: vLLM stopped, the box out of service",
+            f"a wedged GPU comes back only with a reboot: {name} stopped, the box out of service"
+            + (f"; rebooting ({why})" if reboot else f"; {why}"),
         )
         report = _report(now_wall, verdict, None, found)
-        report["evidence"] = self.evidence(self.report_dir / f"health-{utc_stamp(now_wall)}")
+        where = self.report_dir / f"health-{utc_stamp(now_wall)}"
+        report["evidence"] = self.evidence(where)
+        where.mkdir(parents=True, exist_ok=True)
+        write_atomic(where / "kernel.log", "".join(f"{line}\n" for line in lines))
+        report["evidence"]["kernel_log"] = str(where / "kernel.log")
         try:
             if self.stop is not None:
                 self.stop()
         except (OSError, RestartError) as e:
-            report["restart_error"] = f"stopping vLLM: {e}"
+            report["restart_error"] = f"stopping {name}: {e}"
         if self.out_of_service is not None:
             report["out_of_service"] = out_of_service.mark(self.out_of_service, report, cards)
+        report["rebooted"] = reboot
+        if reboot:
+            out_of_service.record_reboot(self.reboots, now_wall)
         self._report(report)
+        if reboot:
+            try:
+                self.reboot()
+            except (OSError, RestartError) as e:
+                report["rebooted"], report["reboot_error"] = False, str(e)
+                self._report(report)
         return report
+
+    def _silence(self) -> float:
+        """Seconds /metrics has not answered while the health route did (0: not such a silence,
+        or no ALIVE to tell)."""
+        if self.alive is None or not self.alive():
+            self.silent_since = None
+            return 0.0
+        now = self.monotonic()
+        if self.silent_since is None:
+            self.silent_since = now
+        return max(now - self.silent_since, 1e-9)
 
     def step(self) -> dict | None:
         """One look; the health report written (None when all is well)."""
@@ -152,18 +201,30 @@ class HealthWatch:
             return self._wedged(now_wall, lines, found)
         new_events = sum(found.get(kind, 0) for kind in HANG_KINDS)
         why = ""
+        silent = 0.0
         try:
-            r = health.reading(self.fetch(self.url), self.monotonic())
+            r = health.reading(self.fetch(self.url), self.monotonic(), self.server)
         except (urllib.error.URLError, OSError, prometheus_text.MetricsError) as e:
-            self.unanswered += 1
-            if self.unanswered != self.options.unreachable_after and not new_events:
-                return None
-            # Reported once per silence (restarts are systemd's business then), or with an xe event.
             r = None
             why = " ".join(str(getattr(e, "reason", e)).split())
+            silent = self._silence()
+            if not silent:
+                self.unanswered += 1
+                if self.unanswered != self.options.unreachable_after and not new_events:
+                    return None
+                # Reported once per silence (restarts are systemd's business then), or with an xe event.
         else:
-            self.unanswered = 0
-        if r is None and new_events:
+            self.unanswered, self.silent_since = 0, None
+        if r is None and silent and not new_events:
+            if silent < self.options.stall_seconds:
+                return None
+            allowed, why_not = self.policy.decide(now_wall)
+            detail = (
+                f"the health route answers but /metrics has not for {silent:.0f} s "
+                f"(stall after {self.options.stall_seconds:g} s; {why})"
+            )
+            verdict = health.Verdict("stall", detail, allowed, "" if allowed else why_not)
+        elif r is None and new_events:
             allowed, why_not = self.policy.decide(now_wall)
             detail = (
                 f"{new_events} new xe engine reset(s) or timed-out job(s); /metrics not answering ({why})"
@@ -173,7 +234,9 @@ class HealthWatch:
             detail = f"/metrics not answering for {self.unanswered} look(s) ({why})"
             verdict = health.Verdict("unreachable", detail, False, "systemd restarts a service that died")
         else:
-            verdict = health.assess(r, self.watch, new_events, self.policy, now_wall)
+            verdict = health.assess(
+                r, self.watch, new_events, self.policy, now_wall, NO_PROGRESS[self.server]
+            )
             if verdict.state == "ok":
                 self.refused = None
                 return None
@@ -199,5 +262,6 @@ class HealthWatch:
             else:
                 report["restarted"] = True
             self.watch = health.StallWatch(self.options.stall_seconds)  # a new server: a new watch
+            self.silent_since = None
         self._report(report)
         return report

@@ -7,17 +7,25 @@ vLLM and writes MARK; the start watchdog refuses to start while MARK exists; the
 `arcops fleet status` say so. MARK is under /run, which is emptied at every boot: the reboot that
 un-wedges the GPU also puts the box back in service, and nothing else does.
 
+Where rebooting is allowed (arcops_allow_reboot), the watch reboots the box itself, at most
+max_per_day times in any 24 hours: REBOOTS keeps their times for every watch of the box (vLLM's,
+llama-server's) and across the reboots themselves. Past the limit the box stays out of service
+for a person: a GPU that wedges again right after each reboot must not reboot the box for ever.
+
 Stdlib only: it runs on the box.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from ..common.outputs import write_atomic
 
 MARK = "/run/arcops/vllm-out-of-service.json"
+REBOOTS = "/var/lib/arcops/wedged-reboots.json"
+DAY = 86400.0
 
 
 def mark(path: Path, report: dict, cards: list[str]) -> dict:
@@ -62,3 +70,36 @@ def sentence(data: dict) -> str:
         f"out of service since {data.get('since') or 'an unknown time'}: {cards} wedged (a failed GT "
         "reset); only a reboot brings it back, and the reboot puts the box back in service"
     )
+
+
+def reboots(path: Path, now: float) -> list[float]:
+    """The reboots for a wedged GPU in the 24 hours before NOW (sorted); none when PATH is missing
+    or unreadable (a ledger cut short must not stop the next reboot for ever, nor allow many: each
+    reboot writes it whole again)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return []
+    if not isinstance(data, list):
+        return []
+    times = (t for t in data if isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t))
+    return sorted(t for t in times if 0 <= now - t < DAY)
+
+
+def decide_reboot(path: Path, now: float, max_per_day: int) -> tuple[bool, str]:
+    """Whether the box may reboot for a wedged GPU now, and why not."""
+    if max_per_day <= 0:
+        return False, "rebooting is not allowed here (arcops_allow_reboot): the box needs a person"
+    recent = reboots(path, now)
+    if len(recent) >= max_per_day:
+        return False, (
+            f"{len(recent)} reboot(s) for a wedged GPU in the last 24 h (limit {max_per_day}): "
+            "not rebooting again, the box needs a person"
+        )
+    return True, f"reboot {len(recent) + 1} of at most {max_per_day} in 24 h"
+
+
+def record_reboot(path: Path, now: float) -> None:
+    """Count a reboot before it is asked for: a watch that dies in it still counted it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps([*reboots(path, now), now]) + "\n")

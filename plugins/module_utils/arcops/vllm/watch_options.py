@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_REPORT_DIR = "/var/lib/arcops/vllm/starts"
+# llama-server's health watch (arcops llama health-watch): its reports, restarts and evidence.
+LLAMA_REPORT_DIR = "/var/lib/arcops/llama/health"
 # Seconds between the health watch's looks (the loop's pace, not a verdict setting).
 HEALTH_INTERVAL = 15.0
 
@@ -34,3 +36,5 @@ class HealthOptions:
     min_interval: float = 600.0
     # Looks in a row without an answer before it is reported (a restart by systemd is no stall).
     unreachable_after: int = 6
+    # Reboots for a wedged GPU in any 24 hours (0: never; the roles give 0 unless arcops_allow_reboot).
+    max_reboots_per_day: int = 0
