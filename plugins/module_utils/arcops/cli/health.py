@@ -14,8 +14,29 @@ from .common import error, finite, positive_int, seconds, whole
 HEALTH = HealthOptions()
 
 
+# The policy's options, each setting the HealthOptions field of its name (its default there):
+# flag, type, metavar, what it means.
+POLICY = (
+    ("--stall-seconds", finite, "S", "requests running with no progress this long is a stall"),
+    ("--max-restarts-per-hour", positive_int, "N", "restarts in any hour, at most"),
+    ("--min-interval", seconds, "S", "seconds between restarts, at least"),
+    ("--unreachable-after", positive_int, "N", "looks in a row without /metrics before that is reported"),
+    (
+        "--max-reboots-per-day",
+        whole,
+        "N",
+        f"a wedged GPU (a failed GT reset) reboots the box, at most N times in any day, counted box-wide "
+        f"in {REBOOTS}; 0: never",
+    ),
+)
+
+
+def _field(flag: str) -> str:
+    return flag[2:].replace("-", "_")
+
+
 def add_options(p: argparse.ArgumentParser, unit: str) -> None:
-    """The look's pace and the restart policy, with their defaults."""
+    """The unit, the look's pace and the restart policy, with their defaults."""
     p.add_argument("--unit", default=unit, help=f"the server's unit to restart (default {unit})")
     p.add_argument(
         "--interval",
@@ -24,55 +45,44 @@ def add_options(p: argparse.ArgumentParser, unit: str) -> None:
         metavar="S",
         help=f"seconds between looks (default {HEALTH_INTERVAL:g})",
     )
-    p.add_argument(
-        "--stall-seconds",
-        type=finite,
-        default=HEALTH.stall_seconds,
-        metavar="S",
-        help=f"requests running with no progress this long is a stall (default {HEALTH.stall_seconds:g})",
-    )
-    p.add_argument(
-        "--max-restarts-per-hour",
-        type=positive_int,
-        default=HEALTH.max_restarts_per_hour,
-        metavar="N",
-        help=f"(default {HEALTH.max_restarts_per_hour})",
-    )
-    p.add_argument(
-        "--min-interval",
-        type=seconds,
-        default=HEALTH.min_interval,
-        metavar="S",
-        help=f"seconds between restarts, at least (default {HEALTH.min_interval:g})",
-    )
-    p.add_argument(
-        "--unreachable-after",
-        type=positive_int,
-        default=HEALTH.unreachable_after,
-        metavar="N",
-        help=f"looks in a row without /metrics before that is reported (default {HEALTH.unreachable_after})",
-    )
-    p.add_argument(
-        "--max-reboots-per-day",
-        type=whole,
-        default=HEALTH.max_reboots_per_day,
-        metavar="N",
-        help="a wedged GPU (a failed GT reset) reboots the box, at most N times in any 24 hours, counted "
-        f"box-wide in {REBOOTS} (default {HEALTH.max_reboots_per_day}: never)",
-    )
+    for flag, kind, metavar, about in POLICY:
+        default = getattr(HEALTH, _field(flag))
+        about = f"{about} (default {default:g})"
+        p.add_argument(flag, type=kind, default=default, metavar=metavar, help=about)
     p.add_argument(
         "--looks", type=positive_int, metavar="N", help="stop after N looks (default: until a signal)"
     )
 
 
 def options(args: argparse.Namespace) -> HealthOptions:
-    return HealthOptions(
-        stall_seconds=args.stall_seconds,
-        max_restarts_per_hour=args.max_restarts_per_hour,
-        min_interval=args.min_interval,
-        unreachable_after=args.unreachable_after,
-        max_reboots_per_day=args.max_reboots_per_day,
+    return HealthOptions(**{_field(flag): getattr(args, _field(flag)) for flag, *_ in POLICY})
+
+
+def watch_box(args: argparse.Namespace, url: str, sysroot, evidence, **more) -> int:
+    """Follow the kernel journal and run a watch wired to the box: systemd restarts, stops and
+    reboots, the box-wide out-of-service mark and reboot ledger (MORE: the server's own parts)."""
+    from ..box import journal
+    from ..vllm import health_box, health_watch, out_of_service
+
+    try:
+        lines = health_box.KernelLines(journal.follow())
+    except journal.JournalError as e:
+        error(f"arcops: {e}")
+        return 2
+    watch = health_watch.HealthWatch(
+        url,
+        Path(args.report_dir),
+        options(args),
+        new_kernel_lines=lines,
+        evidence=evidence,
+        restart=health_box.systemd_restart(args.unit),
+        stop=health_box.systemd_stop(args.unit),
+        out_of_service=sysroot.path(out_of_service.MARK),
+        reboot=health_box.systemd_reboot(),
+        reboots=sysroot.path(out_of_service.REBOOTS),
+        **more,
     )
+    return run(args, watch, lines, url)
 
 
 def run(args: argparse.Namespace, watch, lines, url: str) -> int:
@@ -114,10 +124,9 @@ def run(args: argparse.Namespace, watch, lines, url: str) -> int:
 def _cmd_llama_health_watch(args: argparse.Namespace) -> int:
     """Watch a running llama-server: stalls (its /metrics silent while /health answers, or requests
     running with no decode) and new xe events -> evidence, a restart the policy allows, a report."""
-    from ..box import journal
     from ..common.sysroot import SysRoot
     from ..prove.openai_api import ApiError, base_url, read_key_file
-    from ..vllm import health_box, health_watch, out_of_service
+    from ..vllm import health_box
 
     try:
         url = base_url(args.url)
@@ -128,27 +137,15 @@ def _cmd_llama_health_watch(args: argparse.Namespace) -> int:
     # llama-server asks the key for /metrics, not for /health.
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     sysroot = SysRoot(args.root)
-    try:
-        lines = health_box.KernelLines(journal.follow())
-    except journal.JournalError as e:
-        error(f"arcops: {e}")
-        return 2
-    watch = health_watch.HealthWatch(
+    return watch_box(
+        args,
         url,
-        Path(args.report_dir),
-        options(args),
-        new_kernel_lines=lines,
-        evidence=health_box.devcoredump_taker(sysroot),
-        restart=health_box.systemd_restart(args.unit),
-        stop=health_box.systemd_stop(args.unit),
-        out_of_service=sysroot.path(out_of_service.MARK),
+        sysroot,
+        health_box.devcoredump_taker(sysroot),
         fetch=health_box.metrics_fetch(headers),
         server="llama-server",
         alive=health_box.health_route(url),
-        reboot=health_box.systemd_reboot(),
-        reboots=sysroot.path(out_of_service.REBOOTS),
     )
-    return run(args, watch, lines, url)
 
 
 def add_llama(sub) -> None:

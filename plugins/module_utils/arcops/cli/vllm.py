@@ -117,8 +117,7 @@ def _cmd_watchdog(args: argparse.Namespace) -> int:
 
 def _cmd_health_watch(args: argparse.Namespace) -> int:
     """Watch a ready vLLM: stalls and new xe events -> evidence, a restart the policy allows, a report."""
-    from ..box import journal
-    from ..vllm import docker_api, health_box, health_watch, out_of_service, vllm_spec, watchdog
+    from ..vllm import docker_api, health_box, vllm_spec, watchdog
 
     try:
         spec = watchdog.load_spec(args.spec)
@@ -138,24 +137,8 @@ def _cmd_health_watch(args: argparse.Namespace) -> int:
         error(f"arcops: {e}")
         return 2
     sysroot = SysRoot(args.root)
-    try:
-        lines = health_box.KernelLines(journal.follow())
-    except journal.JournalError as e:
-        error(f"arcops: {e}")
-        return 2
-    watch = health_watch.HealthWatch(
-        url,
-        Path(args.report_dir),
-        health.options(args),
-        new_kernel_lines=lines,
-        evidence=health_box.evidence_taker(engine, spec["name"], sysroot, args.py_spy),
-        restart=health_box.systemd_restart(args.unit),
-        stop=health_box.systemd_stop(args.unit),
-        out_of_service=sysroot.path(out_of_service.MARK),
-        reboot=health_box.systemd_reboot(),
-        reboots=sysroot.path(out_of_service.REBOOTS),
-    )
-    return health.run(args, watch, lines, url)
+    evidence = health_box.evidence_taker(engine, spec["name"], sysroot, args.py_spy)
+    return health.watch_box(args, url, sysroot, evidence)
 
 
 def _box_options(p: argparse.ArgumentParser, reports: str) -> None:
