@@ -8,6 +8,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import socket
 import threading
 import time
@@ -29,6 +30,8 @@ from .helpers.health_watch_box import HANG, Box
 METRICS = (REPO / "tests/fixtures/llama_server/metrics-b11434-busy.txt").read_text()
 TIMEOUT = urllib.error.URLError(TimeoutError("timed out"))
 REFUSED = urllib.error.URLError(ConnectionRefusedError(111, "Connection refused"))
+SILENT = r"the health route answers but /metrics has not for \d+ s \(stall after 2 s; timed out\)"
+FLAT = "1 request(s) running and no llama_decode() call for 2 s (stall after 2 s)"
 
 
 def llama_metrics(processing: int, decodes: int) -> str:
@@ -175,10 +178,11 @@ def test_a_real_llama_server_whose_loop_hangs_is_restarted_and_one_that_serves_i
             time.sleep(0.5)
         stalls = [r for r in reports if r]
         assert len(stalls) == 1 and stalls[0]["state"] == "stall" and stalls[0]["restarted"]
-        # llama-server b11434 still answers /metrics with its loop stopped: the decode count is flat.
-        assert (
-            stalls[0]["detail"] == "1 request(s) running and no llama_decode() call for 2 s (stall after 2 s)"
-        )
+        # Both are seen from llama-server b11434: stopped in a decode, its loop never takes the
+        # /metrics request, which times out while /health answers; stopped between two, /metrics
+        # answered once with the decode count flat.
+        detail = stalls[0]["detail"]
+        assert re.fullmatch(SILENT, detail) or detail == FLAT, detail
         # The new server serves, and the watch sees it well.
         assert watch.step() is None
     finally:
