@@ -55,7 +55,7 @@ def add_options(p: argparse.ArgumentParser, unit: str) -> None:
 
 
 def options(args: argparse.Namespace) -> HealthOptions:
-    return HealthOptions(**{_field(flag): getattr(args, _field(flag)) for flag, *_ in POLICY})
+    return HealthOptions(**{_field(row[0]): getattr(args, _field(row[0])) for row in POLICY})
 
 
 def watch_box(args: argparse.Namespace, url: str, sysroot, evidence, **more) -> int:
