@@ -122,6 +122,11 @@ def stream(url: str, tokens: int, got: threading.Event) -> None:
         pass  # the server is stopped under it
 
 
+# One slot whose answer outlasts the tiny model's context (shifted as it fills): 4,095 tokens
+# take under a second on two cores, 100,000 some twenty, ended by the test long before.
+LONG = ["--metrics", "--parallel", "1", "--context-shift"]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -130,7 +135,7 @@ def free_port() -> int:
 
 def test_a_real_llama_server_whose_loop_hangs_is_restarted_and_one_that_serves_is_not(tmp_path):
     try:
-        server = llama_cpu.Server(free_port(), tmp_path / "server.log", ["--metrics"], ctx=8192).start()
+        server = llama_cpu.Server(free_port(), tmp_path / "server.log", LONG, ctx=4096).start()
     except RuntimeError as e:  # scripts/bootstrap builds it: missing, it fails, never skips
         pytest.fail(str(e))
     restarted: list[float] = []
@@ -159,14 +164,16 @@ def test_a_real_llama_server_whose_loop_hangs_is_restarted_and_one_that_serves_i
     try:
         # Serving: a long answer streams while the watch looks; every look is well.
         got = threading.Event()
-        talk = threading.Thread(target=stream, args=(server.url, 8000, got), daemon=True)
+        talk = threading.Thread(target=stream, args=(server.url, 100_000, got), daemon=True)
         talk.start()
         assert got.wait(60), "the server streamed nothing"
         before = health.reading(health_box.metrics_fetch({})(server.url), 0, "llama-server")
         for _ in range(3):
             assert watch.step() is None
-            time.sleep(0.2)
+            time.sleep(0.1)
         after = health.reading(health_box.metrics_fetch({})(server.url), 0, "llama-server")
+        # The looks were made while the answer streamed: one request processing, decodes counting up.
+        assert before.running == after.running == 1 and after.generated > before.generated
         # Hung: the loop (the main thread) stops in the middle of that answer; /health still
         # answers 200.
         frozen.append(Frozen(server.proc.pid))
@@ -189,5 +196,3 @@ def test_a_real_llama_server_whose_loop_hangs_is_restarted_and_one_that_serves_i
         for f in frozen:
             f.thaw()
         server.stop()
-    # The looks were made while the answer streamed: one request processing, decodes counting up.
-    assert before.running == after.running == 1 and after.generated > before.generated
