@@ -9,7 +9,6 @@ import ctypes
 import json
 import os
 import re
-import socket
 import threading
 import time
 import urllib.error
@@ -127,23 +126,16 @@ def stream(url: str, tokens: int, got: threading.Event) -> None:
 LONG = ["--metrics", "--parallel", "1", "--context-shift"]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_a_real_llama_server_whose_loop_hangs_is_restarted_and_one_that_serves_is_not(tmp_path):
     try:
-        server = llama_cpu.Server(free_port(), tmp_path / "server.log", LONG, ctx=4096).start()
+        server = llama_cpu.Server(served.free_port(), tmp_path / "server.log", LONG, ctx=4096).start()
     except RuntimeError as e:  # scripts/bootstrap builds it: missing, it fails, never skips
         pytest.fail(str(e))
     restarted: list[float] = []
     frozen: list[Frozen] = []
 
-    def restart() -> (
-        None
-    ):  # as systemd's restart: the old process goes (SIGTERM, then SIGKILL), a new one serves
+    # As systemd's restart: the old process goes (SIGTERM, then SIGKILL), a new one serves.
+    def restart() -> None:
         for f in frozen:
             f.thaw()
         served.stop(server.proc, grace=3)

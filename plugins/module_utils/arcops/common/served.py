@@ -21,6 +21,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def health_answers(url: str, timeout: float) -> bool:
+    """Whether GET URL/health answers 200 within TIMEOUT."""
+    try:
+        with http.open_request(url + "/health", timeout=timeout) as r:
+            return r.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
 class NotReady(RuntimeError):
     """The server exited, or did not answer within the time given."""
 
@@ -31,12 +40,8 @@ def wait_ready(proc: subprocess.Popen, url: str, timeout: float, what: str, poll
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise NotReady(f"{what} exited with {proc.returncode} before it was ready")
-        try:
-            with http.open_request(url + "/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
+        if health_answers(url, 2):
+            return
         time.sleep(poll)
     raise NotReady(f"{what} was not ready within {timeout:g} s")
 

@@ -16,7 +16,10 @@ Stdlib only: it runs on the box.
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..common import prometheus_text
 from . import serving_metrics
@@ -76,9 +79,28 @@ class StallWatch:
         return self.feed(r) >= self.stall_seconds
 
 
+def within(times: list[float], now: float, span: float) -> list[float]:
+    """The times (sorted) in the rolling SPAN seconds before NOW."""
+    return sorted(t for t in times if 0 <= now - t < span)
+
+
 def within_hour(times: list[float], now: float) -> list[float]:
-    """The times (sorted) in the rolling hour before NOW: what the policy and the metrics count."""
-    return sorted(t for t in times if 0 <= now - t < HOUR)
+    """The times in the rolling hour before NOW: what the policy and the metrics count."""
+    return within(times, now, HOUR)
+
+
+def read_times(path: Path) -> list[float] | None:
+    """The finite numbers of the JSON list in PATH (the restarts or reboots a watch keeps); None
+    when there is no such file or it cannot be read as a list."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(data, list):
+        return None
+    return [
+        float(t) for t in data if isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t)
+    ]
 
 
 @dataclass

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import subprocess
 import threading
-import urllib.error
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from ..common import http
+from ..common import served
 from ..common.sysroot import SysRoot
+from . import serving_metrics
 from .evidence import python_stacks, take_devcoredumps
 from .health_watch import HealthWatch, RestartError
 
@@ -81,8 +81,7 @@ def metrics_fetch(headers: dict[str, str], timeout: float = 5.0) -> Callable[[st
     """GET URL/metrics with HEADERS (llama-server's API key): its text, at most 4 MiB."""
 
     def fetch(url: str) -> str:
-        with http.open_request(http.request(url + "/metrics", headers), timeout=timeout) as r:
-            return r.read(4 * 2**20).decode("utf-8", "replace")
+        return serving_metrics.fetch(url, timeout, headers)
 
     return fetch
 
@@ -92,11 +91,7 @@ def health_route(url: str, timeout: float = 5.0) -> Callable[[], bool]:
     loop is doing)."""
 
     def alive() -> bool:
-        try:
-            with http.open_request(url + "/health", timeout=timeout) as r:
-                return r.status == 200
-        except (urllib.error.URLError, OSError):
-            return False
+        return served.health_answers(url, timeout)
 
     return alive
 

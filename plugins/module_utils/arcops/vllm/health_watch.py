@@ -21,7 +21,6 @@ Stdlib only: it runs on the box.
 from __future__ import annotations
 
 import json
-import math
 import time
 import urllib.error
 from collections.abc import Callable
@@ -49,17 +48,9 @@ LATEST = "health-latest.json"
 
 
 def read_restarts(report_dir: Path) -> list[float] | None:
-    """The restart times kept in report_dir (finite numbers only); None when there is no such
-    file or it cannot be read as a list. The watch's policy and the metrics read it so."""
-    try:
-        data = json.loads((report_dir / RESTARTS_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return None
-    if not isinstance(data, list):
-        return None
-    return [
-        float(t) for t in data if isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t)
-    ]
+    """The restart times kept in report_dir (health.read_times). The watch's policy and the
+    metrics read it so."""
+    return health.read_times(report_dir / RESTARTS_FILE)
 
 
 def _report(now_wall: float, verdict: health.Verdict, reading, found: dict) -> dict:
@@ -181,16 +172,16 @@ class HealthWatch:
                 self._report(report)
         return report
 
-    def _silence(self) -> float:
-        """Seconds /metrics has not answered while the health route did (0: not such a silence,
-        or no ALIVE to tell)."""
+    def _silence(self) -> float | None:
+        """Seconds /metrics has not answered while the health route did; None when this is not
+        such a silence (the health route silent too, or no ALIVE to tell)."""
         if self.alive is None or not self.alive():
             self.silent_since = None
-            return 0.0
+            return None
         now = self.monotonic()
         if self.silent_since is None:
             self.silent_since = now
-        return max(now - self.silent_since, 1e-9)
+        return now - self.silent_since
 
     def step(self) -> dict | None:
         """One look; the health report written (None when all is well)."""
@@ -201,21 +192,21 @@ class HealthWatch:
             return self._wedged(now_wall, lines, found)
         new_events = sum(found.get(kind, 0) for kind in HANG_KINDS)
         why = ""
-        silent = 0.0
+        silent = None
         try:
             r = health.reading(self.fetch(self.url), self.monotonic(), self.server)
         except (urllib.error.URLError, OSError, prometheus_text.MetricsError) as e:
             r = None
             why = " ".join(str(getattr(e, "reason", e)).split())
             silent = self._silence()
-            if not silent:
+            if silent is None:
                 self.unanswered += 1
                 if self.unanswered != self.options.unreachable_after and not new_events:
                     return None
                 # Reported once per silence (restarts are systemd's business then), or with an xe event.
         else:
             self.unanswered, self.silent_since = 0, None
-        if r is None and silent and not new_events:
+        if r is None and silent is not None and not new_events:
             if silent < self.options.stall_seconds:
                 return None
             allowed, why_not = self.policy.decide(now_wall)

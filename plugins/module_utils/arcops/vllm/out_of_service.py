@@ -18,10 +18,10 @@ Stdlib only: it runs on the box.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 from ..common.outputs import write_atomic
+from . import health
 
 MARK = "/run/arcops/vllm-out-of-service.json"
 REBOOTS = "/var/lib/arcops/wedged-reboots.json"
@@ -76,14 +76,7 @@ def reboots(path: Path, now: float) -> list[float]:
     """The reboots for a wedged GPU in the 24 hours before NOW (sorted); none when PATH is missing
     or unreadable (a ledger cut short must not stop the next reboot for ever, nor allow many: each
     reboot writes it whole again)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return []
-    if not isinstance(data, list):
-        return []
-    times = (t for t in data if isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t))
-    return sorted(t for t in times if 0 <= now - t < DAY)
+    return health.within(health.read_times(path) or [], now, DAY)
 
 
 def decide_reboot(path: Path, now: float, max_per_day: int) -> tuple[bool, str]:

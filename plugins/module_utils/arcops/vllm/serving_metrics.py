@@ -15,7 +15,7 @@ WAITING = "vllm:num_requests_waiting"
 GENERATION_TOKENS = "vllm:generation_tokens_total"
 
 
-def fetch(url: str, timeout: float = 5.0) -> str:
-    """URL's /metrics text (at most 4 MiB)."""
-    with http.open_request(url.rstrip("/") + "/metrics", timeout=timeout) as r:
+def fetch(url: str, timeout: float = 5.0, headers: dict[str, str] | None = None) -> str:
+    """URL's /metrics text (at most 4 MiB), asked with HEADERS (llama-server's API key)."""
+    with http.open_request(http.request(url.rstrip("/") + "/metrics", headers), timeout=timeout) as r:
         return r.read(4 * 2**20).decode("utf-8", "replace")
