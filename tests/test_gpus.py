@@ -107,9 +107,10 @@ def test_xe_job_timeouts_per_engine_class_with_the_drivers_defaults(host_tree):
         "job_timeout_min": 1,
         "job_timeout_max": 10000,
         "default_job_timeout_ms": 5000,
-        "gt": "tile0/gt0",
+        "default_job_timeout_max": 10000,
+        "gts": ["tile0/gt0"],
     }
-    assert gpu.job_timeouts["vcs"]["gt"] == "tile0/gt1"
+    assert gpu.job_timeouts["vcs"]["gts"] == ["tile0/gt1"]
 
 
 def test_no_engines_without_xe(host_tree):

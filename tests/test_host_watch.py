@@ -4,25 +4,12 @@ tree), xe events followed in a real journald of the tests' own; an xe event fail
 import time
 
 from arcops.box import journal
-from arcops.common.sysroot import SysRoot
 from arcops.prove import gate
 from arcops.prove.host_watch import HostWatch
 from arcops.prove.openai_api import Endpoint
 
+from .helpers.meminfo import OTHER, RESET, meminfo_tree
 from .helpers.vllm_cpu import API_KEY, MODEL_NAME
-
-RESET = "xe 0000:29:00.0: [drm] Tile0: GT0: Engine reset: engine_class=bcs, logical_mask: 0x1, guc_id=32"
-OTHER = "r8169 0000:05:00.0 enp5s0: Link is Up - 1Gbps/Full"
-
-
-def meminfo_tree(tmp_path, available_kib, swap_free_kib):
-    proc = tmp_path / "proc"
-    proc.mkdir(exist_ok=True)
-    (proc / "meminfo").write_text(
-        f"MemTotal:       65536000 kB\nMemAvailable:   {available_kib} kB\n"
-        f"SwapTotal:       8388608 kB\nSwapFree:        {swap_free_kib} kB\n"
-    )
-    return SysRoot(tmp_path)
 
 
 def test_ram_low_point_and_xe_events_of_the_run(journald_namespace, tmp_path):

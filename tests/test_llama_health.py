@@ -5,9 +5,7 @@ ggml-org/llama.cpp#25692."""
 
 from __future__ import annotations
 
-import ctypes
 import json
-import os
 import re
 import threading
 import time
@@ -22,6 +20,7 @@ from arcops.vllm.health_watch import HealthWatch, Options
 
 from .conftest import REPO
 from .helpers import llama_cpu
+from .helpers.frozen_thread import Frozen
 from .helpers.health_watch_box import HANG, Box
 
 # Captured from llama-server b11434 (the CPU build tests/helpers/llama_cpu.py makes) with --metrics,
@@ -87,26 +86,6 @@ def test_the_silence_starts_again_after_an_answer(tmp_path):
 
 
 # ------------------------------------------------------------------ a real llama-server, frozen
-
-PTRACE_SEIZE, PTRACE_INTERRUPT, PTRACE_DETACH = 0x4206, 0x4207, 17
-WALL = 0x40000000  # __WALL: wait for a traced thread of another process
-
-
-class Frozen:
-    """One thread of a process stopped by ptrace (PTRACE_SEIZE + PTRACE_INTERRUPT stop that thread
-    alone; its other threads run on), until thaw() or this process ends."""
-
-    def __init__(self, tid: int):
-        self.libc = ctypes.CDLL(None, use_errno=True)
-        self.libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
-        self.tid = tid
-        for request in (PTRACE_SEIZE, PTRACE_INTERRUPT):
-            if self.libc.ptrace(request, tid, None, None) != 0:
-                raise OSError(ctypes.get_errno(), f"ptrace {request:#x} on {tid}")
-        os.waitpid(tid, WALL)
-
-    def thaw(self) -> None:
-        self.libc.ptrace(PTRACE_DETACH, self.tid, None, 0)
 
 
 def stream(url: str, tokens: int, got: threading.Event) -> None:

@@ -80,6 +80,8 @@ def test_a_wedged_gpu_reboots_the_box_within_its_daily_limit(tmp_path):
     assert json.loads((tmp_path / "reports/health-latest.json").read_text())["rebooted"] is True
     assert json.loads(ledger.read_text()) == [1_796_500_000.0]
     # It wedges again after the reboot (a new watch, /run emptied): the day's reboot is used up.
+    mark = tmp_path / "run" / "arcops" / "vllm-out-of-service.json"
+    mark.unlink()
     done.clear()
     again = _watch(tmp_path, done, [WEDGED], per_day=1, at=1_796_500_000.0 + day - 60).step()
     assert done == ["evidence", "stop"] and again["rebooted"] is False
@@ -87,6 +89,7 @@ def test_a_wedged_gpu_reboots_the_box_within_its_daily_limit(tmp_path):
         "1 reboot(s) for a wedged GPU in the last 24 h (limit 1): not rebooting again, the box needs a person"
     )
     # A day after the first, it may again; the ledger keeps only the last day's.
+    mark.unlink()
     done.clear()
     later = _watch(tmp_path, done, [WEDGED], per_day=1, at=1_796_500_000.0 + day).step()
     assert done[-1] == "reboot" and later["rebooted"] is True

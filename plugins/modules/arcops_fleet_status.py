@@ -9,8 +9,8 @@ description:
   - Takes what C(arcops_status box=true) read on each box (O(boxes)), why a box could not be read
     (O(errors)), the waves (O(groups), O(serial)) and each box's target release (O(targets)), and
     returns one row per Arc box (arcops.fleet.fleet_status) as C(rows) and as aligned C(lines).
-  - With O(output), also writes C({rows, problems}) there as JSON (atomically); nothing else is
-    written. Run it once, on the control node (delegated to localhost, run_once).
+  - With O(output), also writes C({rows, problems, firmware_drift}) there as JSON (atomically);
+    nothing else is written. Run it once, on the control node (delegated to localhost, run_once).
 options:
   boxes: {description: Host name to what arcops_status returned as box., type: dict, default: {}}
   errors: {description: Host name to why it could not be read (null when it was)., type: dict, default: {}}
@@ -47,6 +47,13 @@ lines:
   elements: str
 problems:
   description: Why the waves cannot be rolled out as given (a box in two waves or none).
+  returned: always
+  type: list
+  elements: str
+firmware_drift:
+  description:
+    - One line per box whose cards' flashed firmware (flash firmware and option ROM code, read with
+      igsc where installed) differs from what most boxes run; its row's C(card_fw) says C((drift)).
   returned: always
   type: list
   elements: str

@@ -79,6 +79,13 @@ options:
         C(output_tokens), C(requests), C(baseline) (a profile name or a bench result's JSON text)
         and C(tolerance); a figure worse than the baseline fails the target. Omitted, no bench.
     type: dict
+  soak:
+    description:
+      - After a target's gate passed, serve a mixed load for a set time (C(seconds); 0 or omitted,
+        no soak) with C(concurrency) streams (4) while the host watch runs; any xe event, a
+        request unanswered within C(stall_seconds) (300), a failed request, or host RAM available
+        below C(ram_floor_gib) (1) fails the target. The rollout soaks its canary.
+    type: dict
 author: arcops maintainers (@arcops)
 """
 
@@ -122,7 +129,7 @@ from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.records i
     read_published,
 )
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.sysroot import SysRoot
-from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove import verify, verify_fresh
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove import soak, verify, verify_fresh
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove.host_watch import HostWatch
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.prove.prompts import PromptSetError
 
@@ -151,6 +158,7 @@ def main():
             "reask_after": {"type": "float", "default": 0.0},
             "state_dir": {"type": "path", "default": f"{STATE_ROOT}/verify"},
             "rests_on": {"type": "dict", "default": {}},
+            "soak": {"type": "dict"},
         },
         supports_check_mode=True,
     )
@@ -165,6 +173,7 @@ def main():
         data = verify.prompt_data(p["prompts"])
         goldens = verify.check_goldens(p["goldens"])
         options = verify.bench_options(p["bench"])
+        soaking = soak.options(p["soak"])
         if not p["timeout"] > 0:
             raise verify.VerifyError(f"timeout: {p['timeout']} seconds: must be above 0")
         if not 0 <= p["idle_window"] <= 600:
@@ -172,7 +181,7 @@ def main():
         if not 0 <= p["reask_after"] <= verify_fresh.REASK_MAX:
             most = verify_fresh.REASK_MAX
             raise verify.VerifyError(f"reask_after: {p['reask_after']} seconds: must be 0 to {most}")
-    except (verify.VerifyError, PromptSetError, ValueError) as e:
+    except (verify.VerifyError, soak.SoakError, PromptSetError, ValueError) as e:
         module.fail_json(msg=str(e))
     inputs = {k: v for k, v in p.items() if k != "reask_after"}
     digest = verify_fresh.basis(records, inputs, verify_fresh.boot_id())
@@ -195,6 +204,7 @@ def main():
         options,
         HostWatch if p["watch_host"] else None,
         _idle(p["idle_window"], p["sysroot"]),
+        soaking,
     )
     out["record"]["basis"] = digest
     if not module.check_mode:

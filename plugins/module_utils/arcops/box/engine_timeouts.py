@@ -21,19 +21,22 @@ CLASSES = ("rcs", "bcs", "ccs", "vcs", "vecs")
 
 
 def read(sysroot: SysRoot, device: str) -> dict[str, dict]:
-    """{class: {job_timeout_ms, job_timeout_min, job_timeout_max, default_job_timeout_ms, gt}}
-    for each engine class of DEVICE (its sysfs folder); values None where unreadable, {} when
-    the driver shows no engines (not xe, or a kernel before these files)."""
+    """{class: {job_timeout_ms, job_timeout_min, job_timeout_max, default_job_timeout_ms,
+    default_job_timeout_max (the kernel's cap), gts}} for each engine class of DEVICE (its sysfs
+    folder), read from the first GT that has the class (gts lists every one); values None where
+    unreadable, {} when the driver shows no engines (not xe, or a kernel before these files)."""
     found: dict[str, dict] = {}
     for tile in sorted(t for t in sysroot.listdir(device) if _TILE.fullmatch(t)):
         for gt in sorted(g for g in sysroot.listdir(f"{device}/{tile}") if _GT.fullmatch(g)):
             engines = f"{device}/{tile}/{gt}/engines"
             for name in sysroot.listdir(engines):
-                if name not in CLASSES or name in found:
+                if name not in CLASSES:
+                    continue
+                if name in found:
+                    found[name]["gts"].append(f"{tile}/{gt}")
                     continue
                 values = {a: parse_int(sysroot.read(f"{engines}/{name}/{a}")) for a in ATTRS}
-                values["default_job_timeout_ms"] = parse_int(
-                    sysroot.read(f"{engines}/{name}/.defaults/job_timeout_ms")
-                )
-                found[name] = {**values, "gt": f"{tile}/{gt}"}
+                for attr in ("job_timeout_ms", "job_timeout_max"):
+                    values[f"default_{attr}"] = parse_int(sysroot.read(f"{engines}/{name}/.defaults/{attr}"))
+                found[name] = {**values, "gts": [f"{tile}/{gt}"]}
     return dict(sorted(found.items()))

@@ -6,15 +6,16 @@ import os
 from collections.abc import Iterable
 
 from ..common.sysroot import SysRoot
-from . import firmware, firmware_requests, gpus, host, journal, p2p
+from . import card_firmware, firmware, firmware_requests, gpus, host, journal, p2p
 
 
 def collect(sysroot: SysRoot, disk_paths: Iterable[str] = (), read_journal: bool | None = None) -> dict:
     """Host, GPUs (with slot link and loaded GuC), whether Linux allows peer-to-peer DMA between
-    each pair of Arc GPUs, firmware files xe asked for in vain, free disk.
+    each pair of Arc GPUs, firmware files xe asked for in vain, the cards' flashed firmware
+    (igsc, where installed), free disk.
 
-    The kernel journal is read (once, its firmware lines kept) only where the root is the real one
-    (a fixture tree has no journal); pass read_journal to force either way. debugfs names a GPU's
+    The kernel journal (once, its firmware lines kept) and igsc are read only where the root is
+    the real one (a fixture tree has neither); pass read_journal to force either way. debugfs names a GPU's
     GuC first, the journal's load line where it can't.
     """
     found = gpus.scan(sysroot)
@@ -35,5 +36,6 @@ def collect(sysroot: SysRoot, disk_paths: Iterable[str] = (), read_journal: bool
         "display_gpu": next((g.address for g in found if g.boot_vga), None),
         "p2p": p2p.judge(sysroot, [g.address for g in found if g.model]),
         "firmware_missing": [m.as_dict() for m in missing],
+        "card_firmware": card_firmware.read_for_boot() if read_journal else card_firmware.NOT_READ,
         "free_gib": {path: host.free_gib(path) for path in disk_paths},
     }

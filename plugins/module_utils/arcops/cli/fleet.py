@@ -143,6 +143,8 @@ def _cmd_status(args: argparse.Namespace) -> int:
         print("\n".join(fleet_status.table(data["rows"])))
         for problem in data["problems"]:
             print(f"waves: {problem}")
+        for line in data.get("firmware_drift") or []:
+            print(f"drift: {line}")
     return 0
 
 

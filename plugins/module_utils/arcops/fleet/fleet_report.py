@@ -27,7 +27,7 @@ def _boxes(status: dict) -> list[str]:
         out = str(r.get("start", "")).startswith(fleet_status.OUT_OF_SERVICE)
         if out or r.get("error") or str(r.get("gate", "")).startswith("FAILED"):
             marks[n] = "bad"
-        elif _drifted(r) or r.get("xe_resets") not in (0, "0", "-", None):
+        elif _drifted(r) or r.get("card_fw_drift") or r.get("xe_resets") not in (0, "0", "-", None):
             marks[n] = "warn"
     drift = [r["box"] for r in rows if _drifted(r)]
     parts = []
@@ -36,6 +36,7 @@ def _boxes(status: dict) -> list[str]:
     elif rows:
         parts.append(h.banner("every box runs its target release", "ok"))
     parts += [h.banner(f"waves: {p}", "warn") for p in status.get("problems") or []]
+    parts += [h.banner(f"card firmware drift: {d}", "warn") for d in status.get("firmware_drift") or []]
     parts.append(h.table(rows, STATUS_COLUMNS, marks, ident="boxes"))
     counts = Counter(str(r.get("running") or "-") for r in rows)
     if counts:

@@ -8,6 +8,7 @@ target release and the wave, and prints the table.
 from __future__ import annotations
 
 import io
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,12 @@ from ..vllm import out_of_service
 from . import waves
 
 COLUMNS = [
-    *("box", "wave", "running", "target", "kernel", "guc", "image"),
+    *("box", "wave", "running", "target", "kernel", "guc", "card_fw", "image"),
     *("start", "gate", "bench", "xe_resets"),
 ]
+# The card firmware compared across the fleet (box.card_firmware's kinds): the flash firmware and
+# the option ROM's code; a box whose cards differ from what most boxes run is flagged as drift.
+DRIFT_KINDS = ("fw", "oprom_code")
 
 
 # The start column's word for a box kept stopped for a wedged GPU (the fleet page marks it).
@@ -70,7 +74,12 @@ def box_facts(
         gate = ("passed" if verify.get("passed") is True else "FAILED") + (
             f" ({', '.join(parts)})" if parts else ""
         )
+    flashed = _dict(_dict(facts.get("card_firmware")).get("cards"))
     return {
+        "card_fw": {
+            str(a): {k: v for k, v in _dict(kinds).items() if k in DRIFT_KINDS and isinstance(v, str)}
+            for a, kinds in sorted(flashed.items())
+        },
         "bench": bench_figure(verify),
         "running": verify.get("release") if verify.get("passed") is True else None,
         "verified_release": verify.get("release"),
@@ -79,7 +88,11 @@ def box_facts(
         "image": vllm.get("image"),
         "image_id": (vllm.get("image_digest") or vllm.get("image_id") or "")[:19] or None,
         "start": (
-            f"{OUT_OF_SERVICE} (wedged {', '.join(wedged.get('cards') or []) or 'GPU'})"
+            (
+                f"{OUT_OF_SERVICE} (stuck after a restart)"
+                if wedged.get("state") == "stuck"
+                else f"{OUT_OF_SERVICE} (wedged {', '.join(wedged.get('cards') or []) or 'GPU'})"
+            )
             if wedged
             else (start or {}).get("result")
         ),
@@ -134,6 +147,7 @@ def row(host: str, wave: str, target: str | None, box: dict | None, error: str |
         "target": target or "-",
         "kernel": box["kernel"] or "-",
         "guc": ", ".join(box["guc"]) or "-",
+        "card_fw": ", ".join(sorted({v for kind, v in _signature(box) if kind == "fw"}) or ["-"]),
         "image": " ".join(x for x in (box["image"], box["image_id"]) if x) or "-",
         "start": box["start"] or "-",
         "gate": box["gate"],
@@ -153,7 +167,35 @@ def fleet(groups: dict, members: list[str], serial: list, targets: dict, boxes: 
         order, problems = {}, e.problems
     hosts = [h for h in order if h in members] + [h for h in members if h not in order]
     rows = [row(h, order.get(h, "-"), targets.get(h), boxes.get(h), errors.get(h)) for h in hosts]
-    return {"rows": rows, "problems": problems}
+    return {"rows": rows, "problems": problems, "firmware_drift": mark_firmware_drift(rows, boxes)}
+
+
+def _signature(box: dict | None) -> tuple:
+    """What a box's cards run, as (kind, version) pairs over every card; () when not read."""
+    cards = _dict(_dict(box).get("card_fw"))
+    return tuple(sorted({(k, v) for kinds in cards.values() for k, v in _dict(kinds).items()}))
+
+
+def _said(signature: tuple) -> str:
+    return ", ".join(f"{k} {v}" for k, v in signature)
+
+
+def mark_firmware_drift(rows: list[dict], boxes: dict) -> list[str]:
+    """Flag (in ROWS, card_fw "... (drift)") each box whose cards' firmware is not what most boxes
+    with it read run (a tie goes to the newest-sorting); one line per such box."""
+    signatures = {r["box"]: _signature(boxes.get(r["box"])) for r in rows}
+    counts = Counter(s for s in signatures.values() if s)
+    if len(counts) < 2:
+        return []
+    usual = max(counts, key=lambda s: (counts[s], s))
+    lines = []
+    for r in rows:
+        found = signatures[r["box"]]
+        if found and found != usual:
+            r["card_fw"] = f"{r['card_fw']} (drift)"
+            r["card_fw_drift"] = True
+            lines.append(f"{r['box']}: card firmware {_said(found)}; most boxes run {_said(usual)}")
+    return lines
 
 
 def table(rows: list[dict]) -> list[str]:

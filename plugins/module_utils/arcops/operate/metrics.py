@@ -85,9 +85,36 @@ def _gpus(facts: dict, lines: list[str] | None) -> list[Family]:
                 b=pair.get("b") or "",
                 route=pair.get("route") or "",
             )
+    timeout = Family(
+        f"{PREFIX}gpu_job_timeout_seconds",
+        "gauge",
+        "xe resets a job on this engine class that runs longer (job_timeout_ms; set by "
+        "arcops_xe_job_timeout_ms).",
+    )
+    cap = Family(
+        f"{PREFIX}gpu_job_timeout_cap_seconds",
+        "gauge",
+        "The most job_timeout_ms this kernel takes for the engine class (its build-time cap).",
+    )
+    flashed = Family(
+        f"{PREFIX}gpu_card_firmware_info",
+        "gauge",
+        "Firmware flashed on the card (igsc, where installed): kind fw (GSC), oprom_code, oprom_data, "
+        "fw_data (value 1).",
+    )
+    for address, kinds in sorted(_dict(_dict(facts.get("card_firmware")).get("cards")).items()):
+        for kind, flashed_version in sorted(_dict(kinds).items()):
+            if isinstance(flashed_version, str):
+                flashed.add(1, card=str(address), kind=str(kind), version=flashed_version)
     cards = [g for g in facts.get("gpus") or [] if isinstance(g, dict) and g.get("driver") == "xe"]
     for gpu in cards:
         guc.add(1, card=gpu.get("address") or "", version=gpu.get("guc_loaded") or "unknown")
+        for cls, found in sorted(_dict(gpu.get("job_timeouts")).items()):
+            found = _dict(found)
+            for family, key in ((timeout, "job_timeout_ms"), (cap, "default_job_timeout_max")):
+                ms = found.get(key)
+                if isinstance(ms, int) and not isinstance(ms, bool):
+                    family.add(ms / 1000, card=gpu.get("address") or "", **{"class": str(cls)})
     readable.add(0 if lines is None else 1)
     if lines is not None:
         by_device = xe_events.count(lines)["by_device"]
@@ -98,7 +125,7 @@ def _gpus(facts: dict, lines: list[str] | None) -> list[Family]:
             found = by_device.get(address, {})
             for kind in xe_events.KINDS:
                 events.add(found.get(kind, 0), card=address, kind=kind)
-    return [guc, p2p, events, readable]
+    return [guc, flashed, timeout, cap, p2p, events, readable]
 
 
 def _power(cards: list[dict] | None) -> list[Family]:

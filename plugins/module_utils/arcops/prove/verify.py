@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..common.net import local_url
-from . import bench, gate
+from . import bench, gate, soak
 from . import prompts as prompt_set
 from .openai_api import ApiError, Endpoint, base_url, read_key_file
 
@@ -113,9 +113,11 @@ def verify_target(
     timeout: float,
     bench_options: dict | None = None,
     watch: Callable[[], Any] | None = None,
+    soak_options: dict | None = None,
 ) -> dict:
-    """The gate's report for one target (and the bench's result), or the error that stopped it."""
-    out: dict = {"target": target, "error": None, "gate": None, "bench": None}
+    """The gate's report for one target (and the bench's and the soak's), or the error that
+    stopped it. The soak follows a gate that passed, its requests timed out at its stall limit."""
+    out: dict = {"target": target, "error": None, "gate": None, "bench": None, "soak": None}
     try:
         key = read_key_file(target["api_key_file"]) if target["api_key_file"] else None
         endpoint = Endpoint(target["url"], key, timeout=timeout)
@@ -129,6 +131,9 @@ def verify_target(
             if target["name"] in own:
                 options["baseline"] = own[target["name"]]
             out["bench"] = bench.run(endpoint, model, stack=stack, watch=watch and watch(), **options)
+        if soak_options and out["gate"]["passed"]:
+            patient = Endpoint(target["url"], key, timeout=soak_options["stall_seconds"])
+            out["soak"] = soak.run(patient, model, data, soak_options, watch=watch and watch())
     except (gate.GateError, bench.BenchError, ApiError, ValueError) as e:
         out["error"] = " ".join(str(e).split())
     return out
@@ -143,15 +148,18 @@ def summary(result: dict) -> dict:
     prompts = report["prompts"]
     host = report["host"] or {}
     worse = bench.failures(result_bench) if result_bench is not None else []
+    soaked = result.get("soak")
     out.update(
         model=report["model"],
-        passed=report["passed"] and not worse,
+        passed=report["passed"] and not worse and (soaked is None or soaked["passed"]),
         right=sum(p["pass"] for p in prompts),
         prompts=len(prompts),
         wrong=[p["id"] for p in prompts if not p["pass"]],
         drift=report["drift"],
         xe_events=len(host.get("xe_events") or []),
     )
+    if soaked is not None:
+        out["soak"] = soak.summary(soaked)
     if result_bench is not None:
         # The headline a fleet's status shows: decode output tok/s per concurrency. A bench
         # measures anew each time, so a run with the bench on records new figures.
@@ -180,6 +188,7 @@ def reasons(name: str, s: dict) -> list[str]:
     if s["xe_events"]:
         out.append(f"{name}: {s['xe_events']} xe event(s) during the gate")
     out += [f"{name}: bench: {w}" for w in (s.get("bench") or {}).get("worse", [])]
+    out += [f"{name}: soak: {r}" for r in (s.get("soak") or {}).get("reasons", [])]
     return out or [f"{name}: failed"]
 
 
@@ -192,12 +201,16 @@ def run(
     bench_options: dict | None = None,
     watch: Callable[[], Any] | None = None,
     idle: Callable[[], dict] | None = None,
+    soak_options: dict | None = None,
 ) -> dict:
     """Every target verified in turn: {passed, record, reasons, results}. No target is a failure
     too: a box that serves nothing has not been proven to serve. IDLE, when given, is asked once
     the load has ended whether the GPUs fall back to near idle (box.gpu_power.settle's answer);
     its figures are recorded, and a card that stays busy fails the box."""
-    results = [verify_target(t, data, goldens, fail_on_drift, timeout, bench_options, watch) for t in targets]
+    results = [
+        verify_target(t, data, goldens, fail_on_drift, timeout, bench_options, watch, soak_options)
+        for t in targets
+    ]
     summaries = {r["target"]["name"]: summary(r) for r in results}
     why = [line for name, s in summaries.items() for line in reasons(name, s)]
     if not targets:
@@ -339,6 +352,10 @@ def lines(record: dict) -> list[str]:
         if s.get("bench"):
             against = s["bench"]["baseline"] or "no baseline"
             text += f", bench against {against}: {'; '.join(s['bench']['worse']) or 'within tolerance'}"
+        if s.get("soak"):
+            k = s["soak"]
+            text += f", soak {k['seconds']:g} s: {k['answered']} of {k['sent']} answered"
+            text += f", {k['stalls']} stall(s), {k['xe_events']} xe event(s)"
         out.append(f"{text}; {verdict}")
     return out
 

@@ -163,10 +163,18 @@ def read_kernel(_unused: Any = None) -> str:
 
 
 def read_gpus(root: str) -> list[dict]:
-    """Every Arc GPU's address, driver, render node and loaded GuC (arcops.box.facts, no journal)."""
+    """Every Arc GPU's address, driver, render node, loaded GuC and xe's job timeout per engine
+    class (set at boot by arcops' udev rule; a boot that did not set it is no converged box)."""
     found = facts.collect(SysRoot(root), read_journal=False)["gpus"]
     keep = ("address", "model", "driver", "render", "guc_loaded")
-    return [{k: g.get(k) for k in keep} for g in found if g.get("model")]
+    return [
+        {
+            **{k: g.get(k) for k in keep},
+            "job_timeout_ms": {c: t.get("job_timeout_ms") for c, t in (g.get("job_timeouts") or {}).items()},
+        }
+        for g in found
+        if g.get("model")
+    ]
 
 
 def read_containers(spec: dict) -> dict[str, str]:

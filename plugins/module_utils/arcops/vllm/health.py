@@ -136,7 +136,7 @@ class RestartPolicy:
 
 @dataclass(frozen=True)
 class Verdict:
-    state: str  # ok | stall | xe_event | unreachable | wedged (health_watch)
+    state: str  # ok | stall | xe_event | unreachable | wedged, stuck (health_watch)
     detail: str
     restart: bool  # whether the policy lets this verdict restart the service
     why_not: str = ""

@@ -3,7 +3,9 @@ or llama-server's) and the kernel lines since the last look (arcops.vllm.health 
 stall or a new xe event: evidence first, then a restart when the policy allows, and a health
 report either way. A failed GT reset (a wedged GPU) is never restarted: the server is stopped and
 the box marked out of service until it reboots (out_of_service.py), which the watch asks for
-itself where allowed, within a limit per day.
+itself where allowed, within a limit per day. So is a server that stays stuck after the watch
+restarted it: a stall or a hang again with no progress since the restart means the restart did
+not help (dual-B70 boxes that only a reboot recovered, intel/compute-runtime#946).
 
 llama-server's /health answers from its HTTP threads whatever its loop is doing: a loop stuck in a
 GPU call leaves /health at 200 while every completion hangs (ggml-org/llama.cpp#25692). Its
@@ -113,8 +115,12 @@ class HealthWatch:
         # The state of a refused verdict already reported: a stall the policy will not restart
         # is reported once, not at every look, until the server is well again.
         self.refused: tuple[str, bool] | None = None
+        # After a restart, until the server makes progress (its counter grows past its first
+        # reading): a stall or a hang then is the same trouble, and takes the box out of service.
+        self.awaiting_progress = False
+        self.progress_base: float | None = None
 
-    def _report(self, report: dict) -> Path:
+    def write_report(self, report: dict) -> Path:
         self.report_dir.mkdir(parents=True, exist_ok=True)
         path = self.report_dir / f"health-{utc_stamp(report['at_epoch'])}-{report['state']}.json"
         text = json.dumps(report, indent=1, sort_keys=True) + "\n"
@@ -128,49 +134,14 @@ class HealthWatch:
         self.new_kernel_lines()
         self.unanswered = 0
 
-    def _wedged(self, now_wall: float, lines: list[str], found: dict) -> dict:
-        """A failed GT reset: evidence (the kernel's lines kept with it), then the server stopped
-        and the box out of service (no restart brings a wedged GPU back; a reboot does), then a
-        reboot where allowed and within its daily limit, asked for once the report is on disk."""
-        by_device = xe_events.count(lines)["by_device"]
-        cards = sorted(d for d, kinds in by_device.items() if kinds.get(xe_events.GT_RESET_FAILED))
-        name = NAMES.get(self.server, self.server)
-        reboot, why = False, "no reboot from this watch"
-        if self.reboot is not None and self.reboots is not None:
-            reboot, why = out_of_service.decide_reboot(
-                self.reboots, now_wall, self.options.max_reboots_per_day
-            )
-        verdict = health.Verdict(
-            "wedged",
-            f"GT reset failed on {', '.join(cards)}: the GPU is wedged",
-            False,
-            f"a wedged GPU comes back only with a reboot: {name} stopped, the box out of service"
-            + (f"; rebooting ({why})" if reboot else f"; {why}"),
-        )
-        report = _report(now_wall, verdict, None, found)
-        where = self.report_dir / f"health-{utc_stamp(now_wall)}"
-        report["evidence"] = self.evidence(where)
-        where.mkdir(parents=True, exist_ok=True)
-        write_atomic(where / "kernel.log", "".join(f"{line}\n" for line in lines))
-        report["evidence"]["kernel_log"] = str(where / "kernel.log")
-        try:
-            if self.stop is not None:
-                self.stop()
-        except (OSError, RestartError) as e:
-            report["restart_error"] = f"stopping {name}: {e}"
-        if self.out_of_service is not None:
-            report["out_of_service"] = out_of_service.mark(self.out_of_service, report, cards)
-        report["rebooted"] = reboot
-        if reboot:
-            out_of_service.record_reboot(self.reboots, now_wall)
-        self._report(report)
-        if reboot:
-            try:
-                self.reboot()
-            except (OSError, RestartError) as e:
-                report["rebooted"], report["reboot_error"] = False, str(e)
-                self._report(report)
-        return report
+    def _note_progress(self, r) -> None:
+        """Clear the wait after a restart once the counter grows past its first reading."""
+        if not self.awaiting_progress or r.generated is None:
+            return
+        if self.progress_base is None or r.generated < self.progress_base:
+            self.progress_base = r.generated  # the new server's first reading (or it restarted again)
+        elif r.generated > self.progress_base:
+            self.awaiting_progress, self.progress_base = False, None
 
     def _silence(self) -> float | None:
         """Seconds /metrics has not answered while the health route did; None when this is not
@@ -184,12 +155,15 @@ class HealthWatch:
         return now - self.silent_since
 
     def step(self) -> dict | None:
-        """One look; the health report written (None when all is well)."""
+        """One look; the health report written (None when all is well, or while the box is out of
+        service: the server stays stopped until the reboot empties /run)."""
         now_wall = self.wall()
         lines = self.new_kernel_lines()
+        if self.out_of_service is not None and self.out_of_service.exists():
+            return None
         found = xe_events.count(lines)["by_kind"] if lines else {}
         if found.get(xe_events.GT_RESET_FAILED):
-            return self._wedged(now_wall, lines, found)
+            return _wedged(self, now_wall, lines, found)
         new_events = sum(found.get(kind, 0) for kind in HANG_KINDS)
         why = ""
         silent = None
@@ -206,6 +180,7 @@ class HealthWatch:
                 # Reported once per silence (restarts are systemd's business then), or with an xe event.
         else:
             self.unanswered, self.silent_since = 0, None
+            self._note_progress(r)
         if r is None and silent is not None and not new_events:
             if silent < self.options.stall_seconds:
                 return None
@@ -231,6 +206,8 @@ class HealthWatch:
             if verdict.state == "ok":
                 self.refused = None
                 return None
+        if self.awaiting_progress and verdict.state in ("stall", "xe_event") and self.out_of_service:
+            return _stuck(self, now_wall, lines, found, verdict, r)
         if not verdict.restart and verdict.state != "unreachable":
             said = (verdict.state, self.policy.exhausted(now_wall))
             if said == self.refused:
@@ -252,7 +229,79 @@ class HealthWatch:
                 report["restart_error"] = str(e)
             else:
                 report["restarted"] = True
+                self.awaiting_progress, self.progress_base = True, None
             self.watch = health.StallWatch(self.options.stall_seconds)  # a new server: a new watch
             self.silent_since = None
-        self._report(report)
+        self.write_report(report)
         return report
+
+
+def _wedged(watch: HealthWatch, now_wall: float, lines: list[str], found: dict) -> dict:
+    """A failed GT reset: no restart brings a wedged GPU back; a reboot does."""
+    by_device = xe_events.count(lines)["by_device"]
+    cards = sorted(d for d, kinds in by_device.items() if kinds.get(xe_events.GT_RESET_FAILED))
+    name = NAMES.get(watch.server, watch.server)
+    detail = f"GT reset failed on {', '.join(cards)}: the GPU is wedged"
+    why = f"a wedged GPU comes back only with a reboot: {name} stopped, the box out of service"
+    return _take_out(watch, now_wall, lines, found, health.Verdict("wedged", detail, False, why), cards)
+
+
+def _stuck(
+    watch: HealthWatch, now_wall: float, lines: list[str], found: dict, verdict: health.Verdict, r
+) -> dict:
+    """The same trouble again after the watch's restart, with no progress between."""
+    by_device = xe_events.count(lines)["by_device"] if lines else {}
+    cards = sorted(d for d, kinds in by_device.items() if any(kinds.get(k) for k in HANG_KINDS))
+    name = NAMES.get(watch.server, watch.server)
+    detail = f"{verdict.detail}, again after its restart: the restart did not help"
+    why = f"{name} stopped, the box out of service"
+    return _take_out(watch, now_wall, lines, found, health.Verdict("stuck", detail, False, why), cards, r)
+
+
+def _take_out(
+    watch: HealthWatch,
+    now_wall: float,
+    lines: list[str],
+    found: dict,
+    verdict: health.Verdict,
+    cards: list[str],
+    r=None,
+) -> dict:
+    """Evidence (the kernel's lines kept with it), then the server stopped and the box out of
+    service, then a reboot where allowed and within its daily limit, asked for once the report
+    is on disk."""
+    name = NAMES.get(watch.server, watch.server)
+    watch.awaiting_progress, watch.progress_base = False, None  # what comes back is a new start
+    reboot, why = False, "no reboot from this watch"
+    if watch.reboot is not None and watch.reboots is not None:
+        reboot, why = out_of_service.decide_reboot(watch.reboots, now_wall, watch.options.max_reboots_per_day)
+    verdict = health.Verdict(
+        verdict.state,
+        verdict.detail,
+        False,
+        verdict.why_not + (f"; rebooting ({why})" if reboot else f"; {why}"),
+    )
+    report = _report(now_wall, verdict, r, found)
+    where = watch.report_dir / f"health-{utc_stamp(now_wall)}"
+    report["evidence"] = watch.evidence(where)
+    where.mkdir(parents=True, exist_ok=True)
+    write_atomic(where / "kernel.log", "".join(f"{line}\n" for line in lines))
+    report["evidence"]["kernel_log"] = str(where / "kernel.log")
+    try:
+        if watch.stop is not None:
+            watch.stop()
+    except (OSError, RestartError) as e:
+        report["restart_error"] = f"stopping {name}: {e}"
+    if watch.out_of_service is not None:
+        report["out_of_service"] = out_of_service.mark(watch.out_of_service, report, cards)
+    report["rebooted"] = reboot
+    if reboot:
+        out_of_service.record_reboot(watch.reboots, now_wall)
+    watch.write_report(report)
+    if reboot:
+        try:
+            watch.reboot()
+        except (OSError, RestartError) as e:
+            report["rebooted"], report["reboot_error"] = False, str(e)
+            watch.write_report(report)
+    return report

@@ -66,9 +66,12 @@ def read(path: Path) -> dict | None:
 def sentence(data: dict) -> str:
     """One line for the operator."""
     cards = ", ".join(data.get("cards") or []) or "a GPU"
+    since = f"out of service since {data.get('since') or 'an unknown time'}"
+    if data.get("state") == "stuck":
+        return f"{since}: {cards} stayed stuck after a restart; a reboot puts it back in service"
     return (
-        f"out of service since {data.get('since') or 'an unknown time'}: {cards} wedged (a failed GT "
-        "reset); only a reboot brings it back, and the reboot puts the box back in service"
+        f"{since}: {cards} wedged (a failed GT reset); only a reboot brings it back, and the reboot "
+        "puts the box back in service"
     )
 
 
