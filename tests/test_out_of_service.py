@@ -145,8 +145,8 @@ def test_metrics_and_fleet_status_say_out_of_service():
         text = render(metrics.collect(records, {"gpus": []}, None, None, 0.0, out_of_service=wedged))
         return [line for line in text.splitlines() if line.startswith("arcops_vllm_out_of_service")]
 
-    assert sample(vllm, mark) == ['arcops_vllm_out_of_service{cards="0000:03:00.0"} 1']
-    assert sample(vllm, None) == ['arcops_vllm_out_of_service{cards=""} 0']
+    assert sample(vllm, mark) == ['arcops_vllm_out_of_service{cards="0000:03:00.0",state="wedged"} 1']
+    assert sample(vllm, None) == ['arcops_vllm_out_of_service{cards="",state=""} 0']
     assert sample({}, None) == []  # no vLLM on the box: nothing to be out of
     row = fleet_status.box_facts(vllm, {}, {"result": "ready"}, 1, mark)
     assert row["start"] == "OUT OF SERVICE (wedged 0000:03:00.0)"

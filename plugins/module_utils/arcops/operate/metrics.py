@@ -180,14 +180,17 @@ def _clocks(clocks: list[dict] | None, memory: list[dict] | None) -> list[Family
 
 
 def _out_of_service(vllm: dict, mark: dict | None) -> Family:
-    """1 while the box is out of service (a wedged GPU; vllm/out_of_service.py), 0 in service."""
+    """1 while the box is out of service (a wedged GPU, or a server stuck after its restart;
+    vllm/out_of_service.py), 0 in service."""
     family = Family(
         f"{PREFIX}vllm_out_of_service",
         "gauge",
-        "1 while vLLM is kept stopped because a GPU is wedged (until the box reboots), else 0.",
+        "1 while vLLM is kept stopped until the box reboots (state: wedged, a failed GT reset; stuck, "
+        "stalled again after the health watch's restart), else 0.",
     )
     if vllm:  # a box that serves no vLLM has nothing to be out of
-        family.add(1 if mark else 0, cards=",".join((mark or {}).get("cards") or []))
+        state = str((mark or {}).get("state") or ("wedged" if mark else ""))
+        family.add(1 if mark else 0, cards=",".join((mark or {}).get("cards") or []), state=state)
     return family
 
 
