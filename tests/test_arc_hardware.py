@@ -111,3 +111,31 @@ def test_vllm_host_ram_per_card_with_the_residency_filter():
             f"{row['pdev']}: {row['host_bytes'] / GIB:.1f} GiB host, {row['vram_bytes'] / GIB:.1f} GiB VRAM"
         )
     assert all(row["host_bytes"] <= 13 * GIB for row in cards), cards
+
+
+def test_xe_job_timeouts_are_the_inventorys_after_the_boot(real_box):
+    """docs/hardware-check.md item 18: ARCOPS_EXPECTED_JOB_TIMEOUT_MS='{"ccs": 10000}' (the
+    inventory's arcops_xe_job_timeout_ms) after a reboot; unset, the driver's 5 s default."""
+    import json
+
+    from arcops.box import job_timeout_setting
+
+    wanted = job_timeout_setting.parse_wanted(
+        json.loads(os.environ.get("ARCOPS_EXPECTED_JOB_TIMEOUT_MS", "{}"))
+    )
+    arc = _arc_gpus(real_box)
+    assert all(g["job_timeouts"]["ccs"]["default_job_timeout_max"] for g in arc), arc  # the kernel's cap
+    if wanted:
+        assert job_timeout_setting.mismatches(arc, wanted) == []
+    else:
+        assert {g["job_timeouts"]["ccs"]["job_timeout_ms"] for g in arc} == {5000}
+
+
+def test_each_cards_flashed_firmware_is_read_with_igsc(real_box):
+    """docs/hardware-check.md item 19, where igsc is installed: every Arc card by address."""
+    flashed = real_box["card_firmware"]
+    if flashed["source"] != "igsc":
+        pytest.skip(f"igsc is not installed here: {flashed['source']}")
+    arc = _arc_gpus(real_box)
+    assert sorted(flashed["cards"]) == sorted(g["address"] for g in arc)
+    assert all(card["fw"] and card["oprom_code"] for card in flashed["cards"].values()), flashed
