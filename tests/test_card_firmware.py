@@ -77,7 +77,7 @@ def test_any_answer_is_a_version_of_the_kind_s_shape_or_none(answer):
     assert all(a.count(":") == 2 for a in cf.devices(answer))
 
 
-def test_igsc_is_asked_once_per_boot_and_a_cache_root_does_not_own_is_not_trusted(tmp_path, monkeypatch):
+def test_igsc_is_asked_once_per_boot_and_a_cache_root_does_not_own_is_not_trusted(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("the cache is written by root only")
     calls = []
@@ -88,17 +88,16 @@ def test_igsc_is_asked_once_per_boot_and_a_cache_root_does_not_own_is_not_truste
 
     boot = tmp_path / "boot_id"
     boot.write_text("one\n")
-    monkeypatch.setattr(cf, "BOOT_ID", str(boot))
     cache = tmp_path / "run" / "card-firmware.json"
-    first = cf.read_for_boot(counting, str(cache))
+    first = cf.read_for_boot(counting, str(cache), boot)
     asked = len(calls)
-    assert cf.read_for_boot(counting, str(cache)) == first and len(calls) == asked
+    assert cf.read_for_boot(counting, str(cache), boot) == first and len(calls) == asked
     assert json.loads(cache.read_text())["boot_id"] == "one"
     boot.write_text("two\n")  # a new boot asks the cards again
-    cf.read_for_boot(counting, str(cache))
+    cf.read_for_boot(counting, str(cache), boot)
     assert len(calls) == 2 * asked
     os.chmod(cache, 0o666)  # anyone could have written it: asked again
-    cf.read_for_boot(counting, str(cache))
+    cf.read_for_boot(counting, str(cache), boot)
     assert len(calls) == 3 * asked
 
 

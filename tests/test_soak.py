@@ -124,7 +124,7 @@ def test_options_default_and_off():
     [
         ([60], "soak: must be a mapping"),
         ({"seconds": 60, "hours": 2}, "'hours' is not a soak option"),
-        ({"seconds": -1}, "soak.seconds: a number from 0"),
+        ({"seconds": -1}, "soak.seconds is -1, must be from 0 to 604800"),
         ({"seconds": float("nan")}, "soak.seconds"),
         ({"seconds": True}, "soak.seconds"),
         ({"seconds": 10**9}, "soak.seconds"),

@@ -80,9 +80,11 @@ def test_the_stamp_is_private_and_anything_that_is_no_stamp_reads_as_none(tmp_pa
 
 
 def test_the_boot_id_is_the_kernels_or_empty(tmp_path):
-    assert verify_fresh.boot_id(tmp_path / "none") == ""
+    from arcops.box import host
+
+    assert host.boot_id(tmp_path / "none") == ""
     (tmp_path / "id").write_text("0f6f8a2c-9f0e-4a55-9a53-8c2f1a8f3b11\n")
-    assert verify_fresh.boot_id(tmp_path / "id") == "0f6f8a2c-9f0e-4a55-9a53-8c2f1a8f3b11"
+    assert host.boot_id(tmp_path / "id") == "0f6f8a2c-9f0e-4a55-9a53-8c2f1a8f3b11"
 
 
 JSON = st.recursive(

@@ -121,7 +121,7 @@ results:
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.arcops.arc.plugins.module_utils.arcops.box import gpu_power
+from ansible_collections.arcops.arc.plugins.module_utils.arcops.box import gpu_power, host
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.module_args import refuse_bad_paths
 from ansible_collections.arcops.arc.plugins.module_utils.arcops.common.records import (
     FACT_DIR,
@@ -184,7 +184,7 @@ def main():
     except (verify.VerifyError, soak.SoakError, PromptSetError, ValueError) as e:
         module.fail_json(msg=str(e))
     inputs = {k: v for k, v in p.items() if k != "reask_after"}
-    digest = verify_fresh.basis(records, inputs, verify_fresh.boot_id())
+    digest = verify_fresh.basis(records, inputs, host.boot_id())
     now = time.time()
     last = records.get("verify")
     stamp = verify_fresh.read_stamp(p["state_dir"])

@@ -23,8 +23,10 @@ import re
 import stat
 import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 from ..common.outputs import write_atomic
+from .host import BOOT_ID, boot_id
 
 IGSC = "/usr/bin/igsc"
 TIMEOUT = 15  # seconds per igsc call: it asks the card's firmware over MEI
@@ -100,15 +102,6 @@ NOT_READ = {"source": "not read (a fixture root, or live sources not asked)", "c
 # igsc's answers for this boot (flashed firmware runs from the next boot): the metrics timer and
 # every facts read after the first ask no card. Trusted only when root owns it and alone can write.
 CACHE = "/run/arcops/card-firmware.json"
-BOOT_ID = "/proc/sys/kernel/random/boot_id"
-
-
-def _boot_id() -> str | None:
-    try:
-        with open(BOOT_ID, encoding="ascii") as f:
-            return f.read().strip() or None
-    except (OSError, ValueError):
-        return None
 
 
 def _cached(path: str, boot: str) -> dict | None:
@@ -126,16 +119,16 @@ def _cached(path: str, boot: str) -> dict | None:
     return found if isinstance(found.get("cards"), dict) and isinstance(found.get("source"), str) else None
 
 
-def read_for_boot(run: Run = run_igsc, path: str = CACHE) -> dict:
-    """read(), once per boot: from PATH when this boot's answers are there, else asked and kept
-    there (when root runs it; anyone else just asks)."""
-    boot = _boot_id()
-    if boot is not None:
+def read_for_boot(run: Run = run_igsc, path: str = CACHE, boot_file: Path = BOOT_ID) -> dict:
+    """read(), once per boot (BOOT_FILE's id): from PATH when this boot's answers are there,
+    else asked and kept there (when root runs it; anyone else just asks)."""
+    boot = boot_id(boot_file)
+    if boot:
         kept = _cached(path, boot)
         if kept is not None:
             return kept
     found = read(run)
-    if boot is not None and os.geteuid() == 0 and found["source"] == "igsc":
+    if boot and os.geteuid() == 0 and found["source"] == "igsc":
         try:
             os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
             write_atomic(path, json.dumps({"boot_id": boot, "found": found}), mode=0o644)

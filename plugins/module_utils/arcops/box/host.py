@@ -11,6 +11,7 @@ from ..common.sysroot import SysRoot, parse_int
 KIB = 1024
 GIB = 1024**3
 SECURE_BOOT_VAR = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 
 
 @dataclass
@@ -26,6 +27,14 @@ class Host:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+def boot_id(path: Path = BOOT_ID) -> str:
+    """This boot's id ("" where the kernel does not say)."""
+    try:
+        return path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
 
 
 def meminfo(sysroot: SysRoot) -> dict[str, int]:

@@ -22,6 +22,7 @@ from typing import Any
 from ..common.sysroot import SysRoot
 from . import engine_timeouts
 from .gpus import scan
+from .pcie import PCI_DEVICES
 
 VARIABLE = "arcops_xe_job_timeout_ms"
 RULE_PATH = "/etc/udev/rules.d/71-arcops-xe-job-timeout.rules"
@@ -108,7 +109,7 @@ def writes(gpus: list[dict], wanted: dict[str, int]) -> list[tuple[str, int]]:
     job_timeout_max is raised first (the kernel checks job_timeout_ms against it)."""
     out = []
     for gpu in xe_gpus(gpus):
-        device = f"/sys/bus/pci/devices/{gpu.get('address')}"
+        device = f"{PCI_DEVICES}/{gpu.get('address')}"
         for cls, ms in wanted.items():
             have = (gpu.get("job_timeouts") or {}).get(cls) or {}
             for gt in have.get("gts") or ():

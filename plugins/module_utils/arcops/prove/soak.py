@@ -22,12 +22,19 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from typing import Any
 
+from ..common.numbers import NumberError, number
 from . import gate
 from .openai_api import Endpoint
 
 KNOWN = ("seconds", "concurrency", "stall_seconds", "ram_floor_gib")
 DEFAULTS = {"concurrency": 4, "stall_seconds": 300.0, "ram_floor_gib": 1.0}
 MOST_SECONDS = 7 * 86400  # a week: longer is a typo
+BOUNDS = (
+    ("seconds", 0, MOST_SECONDS),
+    ("concurrency", 1, 256),
+    ("stall_seconds", 1, 86400),
+    ("ram_floor_gib", 0, 4096),
+)
 KEPT_ERRORS = 5  # the first few failed requests' messages, for the record
 
 
@@ -45,21 +52,15 @@ def options(value: Any) -> dict | None:
     unknown = sorted((str(k) for k in value if k not in KNOWN), key=str)
     if unknown:
         raise SoakError(f"soak: {unknown[0][:40]!r} is not a soak option ({', '.join(KNOWN)})")
-    out = {**DEFAULTS, **{k: v for k, v in value.items() if v is not None}}
-    for key, low, high in (
-        ("seconds", 0, MOST_SECONDS),
-        ("concurrency", 1, 256),
-        ("stall_seconds", 1, 86400),
-        ("ram_floor_gib", 0, 4096),
-    ):
-        v = out.get(key, 0)
-        if (
-            isinstance(v, bool) or not isinstance(v, (int, float)) or not low <= v <= high
-        ):  # NaN is in no range
-            raise SoakError(f"soak.{key}: a number from {low} to {high}, got {str(v)[:40]!r}")
+    out = {"seconds": 0, **DEFAULTS, **{k: v for k, v in value.items() if v is not None}}
+    try:
+        for key, low, high in BOUNDS:
+            number(out[key], f"soak.{key}", low, high)
+    except NumberError as e:
+        raise SoakError(str(e)) from None
     if not isinstance(out["concurrency"], int):
         raise SoakError("soak.concurrency: a whole number of streams")
-    return None if not out.get("seconds") else out
+    return None if not out["seconds"] else out
 
 
 def run(

@@ -26,18 +26,9 @@ from ..common.outputs import PRIVATE_FILE, write_atomic
 from ..common.records import state_folder
 
 STAMP = "asked.json"
-BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 STAMP_MAX = 4096  # a stamp is a hundred bytes; a bigger file is not one
 SKEW_S = 60  # a stamp this far in the future is from a wrong clock: asked again
 REASK_MAX = 90 * 86400  # a verdict older than a quarter is no verdict
-
-
-def boot_id(path: Path = BOOT_ID) -> str:
-    """This boot's id ("" where the kernel does not say)."""
-    try:
-        return path.read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError):
-        return ""
 
 
 def basis(records: dict[str, Any], inputs: dict[str, Any], boot: str) -> str:
